@@ -1,0 +1,154 @@
+/// @file dispatch_transform.cuh
+/// @brief Validates a transform call, picks the vector width and alignment path, sizes the grid
+///        and launches transform_kernel. Nothing here synchronises or allocates.
+#pragma once
+
+#include <hardact/dispatch/device_properties.cuh>
+#include <hardact/kernel/transform_kernel.cuh>
+
+#include <cuda/std/type_traits>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+namespace hardact {
+namespace detail {
+
+template <class... T>
+inline constexpr std::size_t kMinElementSize = std::min({sizeof(T)...});
+template <class... T>
+inline constexpr std::size_t kMaxElementSize = std::max({sizeof(T)...});
+
+/// Elements per vector access: `Requested`, or for 0 as many as fill one 16-byte access of the
+/// narrowest element type. The readable compile-time errors for bad widths live here.
+template <int Requested, class... T>
+struct VectorWidth {
+  static_assert(Requested >= 0 && (Requested & (Requested - 1)) == 0 && Requested <= 16,
+                "hardact: VecWidth must be 0 (automatic) or a power of two: 1, 2, 4, 8 or 16");
+  static_assert(Requested * kMinElementSize<T...> <= kMaxAccessBytes,
+                "hardact: VecWidth * sizeof(element) must not exceed 16 bytes, the widest access "
+                "(e.g. at most 4 for float, 2 for double, 8 for half and bfloat16)");
+  static constexpr int automatic =
+      kMinElementSize<T...> >= kMaxAccessBytes ? 1 : static_cast<int>(kMaxAccessBytes / kMinElementSize<T...>);
+  static constexpr int value = Requested == 0 ? automatic : Requested;
+};
+
+/// Vectors per thread, so that each thread keeps about 32 bytes of its widest stream in flight.
+template <int Width, class... T>
+inline constexpr int kVectorsPerThread =
+    Width * kMaxElementSize<T...> >= 32 ? 1 : static_cast<int>(32 / (Width * kMaxElementSize<T...>));
+
+/// Policies with run-time parameters may define `bool is_valid() const`; others are always valid.
+template <class Op, class = void>
+struct has_is_valid : cuda::std::false_type {};
+template <class Op>
+struct has_is_valid<Op, cuda::std::void_t<decltype(static_cast<bool>(cuda::std::declval<const Op&>().is_valid()))>>
+    : cuda::std::true_type {};
+
+template <class Op>
+bool policy_is_valid(const Op& op) {
+  if constexpr (has_is_valid<Op>::value) {
+    return static_cast<bool>(op.is_valid());
+  } else {
+    return true;
+  }
+}
+
+inline std::uintptr_t address_of(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer); }
+
+/// A pointer the launcher can use for n elements: non-null, aligned to its type, and with
+/// [p, p + n) not wrapping around the address space.
+template <class T>
+bool is_usable_range(const T* pointer, std::size_t n) {
+  if (pointer == nullptr) return false;
+  if (address_of(pointer) % alignof(T) != 0) return false;
+  if (n > SIZE_MAX / sizeof(T)) return false;
+  return address_of(pointer) <= UINTPTR_MAX - n * sizeof(T);
+}
+
+/// True when the input and output ranges share bytes without being the very same elements
+/// (in == out with equal element sizes is the allowed in-place case).
+template <class TOut, class TIn>
+bool overlaps_unsafely(const TOut* out, const TIn* in, std::size_t n) {
+  const std::uintptr_t out_begin = address_of(out), out_end = out_begin + n * sizeof(TOut);
+  const std::uintptr_t in_begin = address_of(in), in_end = in_begin + n * sizeof(TIn);
+  const bool overlap = out_begin < in_end && in_begin < out_end;
+  const bool in_place = out_begin == in_begin && sizeof(TOut) == sizeof(TIn);
+  return overlap && !in_place;
+}
+
+/// Smallest head (< Width) after which every pointer sits on its vector alignment, or -1 if the
+/// pointers are misaligned relative to each other at this width.
+template <int Width, class... T>
+int aligned_head(const T*... pointers) {
+  for (int head = 0; head < Width; ++head) {
+    if (((address_of(pointers + head) % kVectorAlignment<T, Width> == 0) && ...)) return head;
+  }
+  return -1;
+}
+
+template <int Width, class Op, class TOut, class... TIn>
+cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, const DeviceProperties& device,
+                             cudaStream_t stream, TOut* out, const TIn*... in) {
+  constexpr int kPerThread = kVectorsPerThread<Width, TOut, TIn...>;
+  constexpr std::size_t kTileVectors = static_cast<std::size_t>(kBlockThreads) * kPerThread;
+
+  TransformRange range{};
+  range.n = n;
+  range.head = head < n ? head : n;
+  range.num_vectors = (n - range.head) / Width;
+  range.num_tiles = (range.num_vectors + kTileVectors - 1) / kTileVectors;
+
+  // One tile per block when the grid allows it (a single wave of short-lived blocks measured
+  // faster than a grid-stride loop); the kernel loops over tiles if the grid limit is reached.
+  std::size_t blocks = range.num_tiles > 0 ? range.num_tiles : 1;
+  if (blocks > static_cast<std::size_t>(device.max_grid_dim_x)) blocks = static_cast<std::size_t>(device.max_grid_dim_x);
+
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned int>(blocks));
+  config.blockDim = dim3(kBlockThreads);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  return cudaLaunchKernelEx(&config, transform_kernel<Width, kPerThread, Op, TOut, TIn...>, op, range, out, in...);
+}
+
+/// Tries `Width`, then narrower widths, until one lets every pointer be vector-aligned after a
+/// common head. Width 1 always succeeds.
+template <int Width, class Op, class TOut, class... TIn>
+cudaError_t launch_widest_aligned(const Op& op, std::size_t n, const DeviceProperties& device, cudaStream_t stream,
+                                  TOut* out, const TIn*... in) {
+  if constexpr (Width == 1) {
+    return launch_transform<1>(op, n, 0, device, stream, out, in...);
+  } else {
+    const int head = aligned_head<Width>(static_cast<const TOut*>(out), in...);
+    if (head >= 0) return launch_transform<Width>(op, n, static_cast<std::size_t>(head), device, stream, out, in...);
+    return launch_widest_aligned<Width / 2>(op, n, device, stream, out, in...);
+  }
+}
+
+/// The whole launch contract: validate, then launch once on `stream`. Returns
+/// cudaErrorInvalidValue, without touching the device, for an invalid policy, a null or
+/// misaligned pointer, or an unsafe overlap; n == 0 is a no-op that makes no CUDA call.
+template <int RequestedWidth, class Op, class TOut, class... TIn>
+cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream, TOut* out, const TIn*... in) {
+  static_assert(sizeof...(TIn) >= 1, "hardact: transform needs at least one input");
+  static_assert(!cuda::std::is_const_v<TOut>, "hardact: the output pointer must not point to const");
+  static_assert(cuda::std::is_trivially_copyable_v<TOut> && (cuda::std::is_trivially_copyable_v<TIn> && ...),
+                "hardact: element types must be trivially copyable");
+  constexpr int kWidth = VectorWidth<RequestedWidth, TOut, TIn...>::value;
+
+  if (!policy_is_valid(op)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  if (!is_usable_range(out, n) || !(is_usable_range(in, n) && ...)) return cudaErrorInvalidValue;
+  if ((overlaps_unsafely(out, in, n) || ...)) return cudaErrorInvalidValue;
+
+  DeviceProperties device;
+  const cudaError_t status = current_device_properties(device);
+  if (status != cudaSuccess) return status;
+  return launch_widest_aligned<kWidth>(op, n, device, stream, out, in...);
+}
+
+}  // namespace detail
+}  // namespace hardact

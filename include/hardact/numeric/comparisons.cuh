@@ -1,0 +1,53 @@
+/// @file comparisons.cuh
+/// @brief min/max/clamp building blocks whose NaN and signed-zero behaviour is spelled out, so it
+///        is the same on host and device and does not depend on fminf/fmaxf or compiler flags.
+#pragma once
+
+#include <cuda/std/cmath>
+
+namespace hardact {
+namespace detail {
+
+/// `std::max` order: returns `a` unless `a < b`, so a NaN in `a` propagates.
+template <class C>
+__host__ __device__ inline C max_keep_nan(C a, C b) {
+  return (a < b) ? b : a;
+}
+
+/// `std::min` order: returns `a` unless `b < a`, so a NaN in `a` propagates.
+template <class C>
+__host__ __device__ inline C min_keep_nan(C a, C b) {
+  return (b < a) ? b : a;
+}
+
+/// max that orders -0.0 below +0.0, like the device's max instruction (and so PyTorch's clamp).
+/// The equal case is decided on the sign bit, which no flush-to-zero mode rewrites.
+template <class C>
+__host__ __device__ inline C max_ordered_zeros(C x, C bound) {
+  if (x < bound) return bound;
+  if (bound < x) return x;
+  return cuda::std::signbit(x) ? bound : x;
+}
+
+/// min that orders -0.0 below +0.0; see max_ordered_zeros.
+template <class C>
+__host__ __device__ inline C min_ordered_zeros(C x, C bound) {
+  if (bound < x) return bound;
+  if (x < bound) return x;
+  return cuda::std::signbit(x) ? x : bound;
+}
+
+/// PyTorch's clamp for a non-NaN `x` and bounds with lo <= hi: max first, then min.
+template <class C>
+__host__ __device__ inline C clamp_ordered_zeros(C x, C lo, C hi) {
+  return min_ordered_zeros(max_ordered_zeros(x, lo), hi);
+}
+
+/// NaN test that works on any ordered type and survives fast-math style flags.
+template <class C>
+__host__ __device__ inline bool is_nan(C x) {
+  return !(x == x);
+}
+
+}  // namespace detail
+}  // namespace hardact

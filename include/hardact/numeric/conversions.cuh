@@ -1,0 +1,109 @@
+/// @file conversions.cuh
+/// @brief Compute types and explicit conversions between element types.
+///
+/// Reduced precision types are widened to float, computed there and rounded once on the way back,
+/// as PyTorch does. Every conversion is spelled with an explicit intrinsic so the headers still
+/// compile under PyTorch's `-D__CUDA_NO_HALF_CONVERSIONS__ -D__CUDA_NO_BFLOAT16_CONVERSIONS__`.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cuda/std/type_traits>
+
+namespace hardact {
+
+/// The type an element of type `T` is computed in: float for half, bfloat16 and fp8,
+/// otherwise `T` itself (float, double, or a user type).
+template <class T>
+struct compute_type {
+  using type = T;
+};
+template <>
+struct compute_type<__half> {
+  using type = float;
+};
+template <>
+struct compute_type<__nv_bfloat16> {
+  using type = float;
+};
+template <>
+struct compute_type<__nv_fp8_e4m3> {
+  using type = float;
+};
+template <>
+struct compute_type<__nv_fp8_e5m2> {
+  using type = float;
+};
+
+/// Shorthand for `compute_type<T>::type`.
+template <class T>
+using compute_t = typename compute_type<T>::type;
+
+namespace detail {
+
+template <class T>
+struct is_fp8 : cuda::std::false_type {};
+template <>
+struct is_fp8<__nv_fp8_e4m3> : cuda::std::true_type {};
+template <>
+struct is_fp8<__nv_fp8_e5m2> : cuda::std::true_type {};
+
+template <class T>
+inline constexpr __nv_fp8_interpretation_t kFp8Interpretation =
+    cuda::std::is_same_v<T, __nv_fp8_e4m3> ? __NV_E4M3 : __NV_E5M2;
+
+}  // namespace detail
+
+/// Converts `value` to `To`, rounding to nearest-even once. Conversions to fp8 saturate to the
+/// largest finite value (NaN stays NaN). Any pair not listed falls back to `static_cast`.
+template <class To, class From>
+__host__ __device__ inline To convert(From value) {
+  if constexpr (cuda::std::is_same_v<To, From>) {
+    return value;
+  } else if constexpr (cuda::std::is_same_v<From, __half>) {
+    return convert<To>(__half2float(value));
+  } else if constexpr (cuda::std::is_same_v<From, __nv_bfloat16>) {
+    return convert<To>(__bfloat162float(value));
+  } else if constexpr (detail::is_fp8<From>::value) {
+    // Every fp8 value is exact in half, and every half is exact in float.
+    return convert<To>(__half2float(__half(__nv_cvt_fp8_to_halfraw(value.__x, detail::kFp8Interpretation<From>))));
+  } else if constexpr (cuda::std::is_same_v<To, __half>) {
+    if constexpr (cuda::std::is_same_v<From, double>) {
+      return __double2half(value);
+    } else {
+      return __float2half_rn(static_cast<float>(value));
+    }
+  } else if constexpr (cuda::std::is_same_v<To, __nv_bfloat16>) {
+    if constexpr (cuda::std::is_same_v<From, double>) {
+      return __double2bfloat16(value);
+    } else {
+      return __float2bfloat16_rn(static_cast<float>(value));
+    }
+  } else if constexpr (detail::is_fp8<To>::value) {
+    To result;
+    if constexpr (cuda::std::is_same_v<From, double>) {
+      result.__x = __nv_cvt_double_to_fp8(value, __NV_SATFINITE, detail::kFp8Interpretation<To>);
+    } else {
+      result.__x = __nv_cvt_float_to_fp8(static_cast<float>(value), __NV_SATFINITE, detail::kFp8Interpretation<To>);
+    }
+    return result;
+  } else {
+    return static_cast<To>(value);
+  }
+}
+
+/// Widens `value` to its compute type (exact for every supported type).
+template <class T>
+__host__ __device__ inline compute_t<T> to_compute(T value) {
+  return convert<compute_t<T>>(value);
+}
+
+/// Rounds a compute-type result back to the element type `T`, once.
+template <class T>
+__host__ __device__ inline T from_compute(compute_t<T> value) {
+  return convert<T>(value);
+}
+
+}  // namespace hardact

@@ -1,0 +1,35 @@
+/// @file hard_tanh.cuh
+/// @brief HardTanh policy.
+#pragma once
+
+#include <hardact/numeric/comparisons.cuh>
+#include <hardact/numeric/conversions.cuh>
+
+namespace hardact {
+
+/// HardTanh, PyTorch's `torch.nn.functional.hardtanh(x, min_val, max_val)`:
+///   y = clamp(x, min_val, max_val)
+///
+/// - Aggregate: `HardTanh{}` is PyTorch's default [-1, 1]; `HardTanh{0.0, 6.0}` is ReLU6.
+/// - The bounds are converted to the compute type (float for float/half/bfloat16, double for
+///   double) and applied there, then the result is rounded once, as PyTorch does.
+/// - NaN is returned unchanged (payload kept); -0.0 and subnormals pass through; at a bound of
+///   exactly 0, -0.0 becomes +0.0 (the device max instruction orders -0.0 below +0.0).
+/// - Launchers reject min_val > max_val or a NaN bound with cudaErrorInvalidValue (is_valid()).
+struct HardTanh {
+  double min_val = -1.0;  ///< lower bound
+  double max_val = 1.0;   ///< upper bound
+
+  /// False when the bounds are NaN or out of order; launchers then refuse to run.
+  __host__ __device__ constexpr bool is_valid() const { return min_val <= max_val; }
+
+  template <class T>
+  __host__ __device__ T operator()(T x) const {
+    using C = compute_t<T>;
+    const C value = to_compute(x);
+    if (detail::is_nan(value)) return x;
+    return from_compute<T>(detail::clamp_ordered_zeros(value, static_cast<C>(min_val), static_cast<C>(max_val)));
+  }
+};
+
+}  // namespace hardact
