@@ -28,7 +28,7 @@ bits_t<T> to_bits(T value) {
 template <class T>
 T from_bits(bits_t<T> bits) {
   T value;
-  std::memcpy(&value, &bits, sizeof(T));
+  std::memcpy(static_cast<void*>(&value), &bits, sizeof(T));  // void*: __half has private members
   return value;
 }
 

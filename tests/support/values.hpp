@@ -1,0 +1,160 @@
+// Test support: interesting input values for float, double, half and bfloat16: special values
+// (NaN payloads, infinities, signed zeros, subnormals, extremes), ulp neighbourhoods of chosen
+// points, and reproducible random data salted with all of them.
+#pragma once
+
+#include "support/bits.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace hardact_test {
+
+/// Bit layout of an IEEE-style binary floating-point type.
+template <class T>
+struct FloatFormat;
+template <>
+struct FloatFormat<float> {
+  static constexpr int mantissa_bits = 23;
+};
+template <>
+struct FloatFormat<double> {
+  static constexpr int mantissa_bits = 52;
+};
+template <>
+struct FloatFormat<__half> {
+  static constexpr int mantissa_bits = 10;
+};
+template <>
+struct FloatFormat<__nv_bfloat16> {
+  static constexpr int mantissa_bits = 7;
+};
+
+/// Named bit patterns of T.
+template <class T>
+struct Patterns {
+  using Bits = bits_t<T>;
+  static constexpr int kBits = 8 * sizeof(T);
+  static constexpr int kMantissaBits = FloatFormat<T>::mantissa_bits;
+  static constexpr Bits kSign = Bits(Bits(1) << (kBits - 1));
+  static constexpr Bits kMantissa = Bits((Bits(1) << kMantissaBits) - 1);
+  static constexpr Bits kInfinity = Bits(~kSign & ~kMantissa);
+  static constexpr Bits kQuietBit = Bits(Bits(1) << (kMantissaBits - 1));
+  static constexpr Bits kMaxFinite = Bits(kInfinity - 1);
+  static constexpr Bits kMinNormal = Bits(Bits(1) << kMantissaBits);
+};
+
+template <class T>
+std::string type_name() {
+  if constexpr (std::is_same_v<T, float>) return "float";
+  if constexpr (std::is_same_v<T, double>) return "double";
+  if constexpr (std::is_same_v<T, __half>) return "half";
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) return "bfloat16";
+  return "unknown";
+}
+
+/// `value` rounded to nearest-even in T (host conversions, no flush-to-zero).
+template <class T>
+T from_double(double value) {
+  if constexpr (std::is_same_v<T, __half>) {
+    return __double2half(value);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    return __double2bfloat16(value);
+  } else {
+    return static_cast<T>(value);
+  }
+}
+
+/// T(point) and its `radius` neighbours on either side in T's grid (same sign, up to infinity).
+template <class T>
+void append_neighbourhood(std::vector<T>& values, double point, int radius) {
+  using P = Patterns<T>;
+  using Bits = typename P::Bits;
+  const Bits center = to_bits(from_double<T>(point));
+  const Bits sign = center & P::kSign;
+  const Bits magnitude = center & Bits(~P::kSign);
+  if (magnitude > P::kInfinity) return;  // NaN: nothing around it
+  for (int step = -radius; step <= radius; ++step) {
+    const long long candidate = static_cast<long long>(magnitude) + step;
+    if (candidate < 0 || candidate > static_cast<long long>(P::kInfinity)) continue;
+    values.push_back(from_bits<T>(Bits(sign | static_cast<Bits>(candidate))));
+  }
+}
+
+/// NaNs (quiet and signalling, both signs, several payloads), infinities, signed zeros,
+/// subnormals, extremes, and a few ulps around the points where the activations bend
+/// (±3, ±1, 0, ±6), PyTorch's sample inputs, and every point in `extra_points` (e.g. bounds).
+template <class T>
+std::vector<T> special_values(std::initializer_list<double> extra_points = {}) {
+  using P = Patterns<T>;
+  using Bits = typename P::Bits;
+  std::vector<T> values;
+  const Bits magnitudes[] = {
+      Bits(0),                                     // zero
+      Bits(1),                                     // smallest subnormal
+      Bits(2),
+      Bits(P::kMantissa / 3),                      // a middling subnormal
+      P::kMantissa,                                // largest subnormal
+      P::kMinNormal,                               // smallest normal
+      P::kMaxFinite,                               // largest finite
+      P::kInfinity,                                // infinity
+      Bits(P::kInfinity | P::kQuietBit),           // canonical quiet NaN
+      Bits(P::kInfinity | 1),                      // signalling NaN, payload 1
+      Bits(P::kInfinity | P::kMantissa),           // NaN with every payload bit set
+      Bits(P::kInfinity | P::kQuietBit | (P::kMantissa / 5)),  // quiet NaN with a payload
+  };
+  for (const Bits magnitude : magnitudes) {
+    values.push_back(from_bits<T>(magnitude));
+    values.push_back(from_bits<T>(Bits(magnitude | P::kSign)));
+  }
+  const double points[] = {3.0, 1.0, 6.0, 0.5, 0.1, 0.7, 2.9999998, 1e-3, 1e-5, 1e-40,
+                           1e10, 65504.0, 65520.0, 3.3895313892515355e38, 1e300};
+  for (const double point : points) {
+    append_neighbourhood(values, point, 3);
+    append_neighbourhood(values, -point, 3);
+  }
+  for (const double point : extra_points) append_neighbourhood(values, point, 3);
+  return values;
+}
+
+/// `count` reproducible values: mostly in [-8, 8] and close to the bend points, with raw random
+/// bit patterns (any class) and the special values mixed in at random positions.
+template <class T>
+std::vector<T> random_values(std::size_t count, std::uint64_t seed, std::initializer_list<double> extra_points = {}) {
+  using Bits = bits_t<T>;
+  const std::vector<T> specials = special_values<T>(extra_points);
+  std::mt19937_64 engine(seed);
+  std::uniform_real_distribution<double> wide(-8.0, 8.0);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_int_distribution<int> kind(0, 99);
+  std::uniform_int_distribution<int> scale(1, 40);
+  std::uniform_int_distribution<std::size_t> pick(0, specials.size() - 1);
+  const double bends[] = {-6.0, -3.0, -1.0, 0.0, 1.0, 3.0, 6.0};
+  std::uniform_int_distribution<int> bend(0, static_cast<int>(sizeof(bends) / sizeof(bends[0])) - 1);
+
+  std::vector<T> values(count);
+  for (T& value : values) {
+    const int k = kind(engine);
+    if (k < 40) {
+      value = from_double<T>(wide(engine));
+    } else if (k < 60) {
+      value = from_double<T>(bends[bend(engine)] + std::ldexp(unit(engine), -scale(engine)));
+    } else if (k < 85) {
+      value = from_bits<T>(static_cast<Bits>(engine()));
+    } else {
+      value = specials[pick(engine)];
+    }
+  }
+  return values;
+}
+
+}  // namespace hardact_test
