@@ -35,10 +35,25 @@ struct VectorWidth {
   static constexpr int value = Requested == 0 ? automatic : Requested;
 };
 
-/// Vectors per thread, so that each thread keeps about 32 bytes of its widest stream in flight.
-template <int Width, class... T>
-inline constexpr int kVectorsPerThread =
-    Width * kMaxElementSize<T...> >= 32 ? 1 : static_cast<int>(32 / (Width * kMaxElementSize<T...>));
+/// A block shape: threads per block, and bytes of the widest stream each thread moves per tile.
+template <int Threads, int BytesPerThread>
+struct BlockShape {
+  static constexpr int threads = Threads;
+  /// Vectors per thread that make up BytesPerThread (at least one).
+  template <int Width, class... T>
+  static constexpr int vectors_per_thread =
+      Width * kMaxElementSize<T...> >= BytesPerThread ? 1
+                                                      : static_cast<int>(BytesPerThread / (Width * kMaxElementSize<T...>));
+};
+
+/// Measured on the H100 (docs/PERFORMANCE.md): 512 threads moving 32 bytes each held >= 0.994 of
+/// the copy rate for every op, dtype and width tried, in place too, where 16 bytes per thread lost
+/// up to 25% on ops with long latency (double division, narrow widths).
+using StreamingShape = BlockShape<512, 32>;
+/// Arrays too small to fill the SMs twice with StreamingShape blocks: smaller blocks, one 16-byte
+/// access per thread, so the work spreads over more SMs.
+using SmallArrayShape = BlockShape<256, 16>;
+inline constexpr int kStreamingWaves = 2;
 
 /// Policies with run-time parameters may define `bool is_valid() const`; others are always valid.
 template <class Op, class = void>
@@ -79,39 +94,92 @@ bool overlaps_unsafely(const TOut* out, const TIn* in, std::size_t n) {
   return overlap && !in_place;
 }
 
-/// Smallest head (< Width) after which every pointer sits on its vector alignment, or -1 if the
-/// pointers are misaligned relative to each other at this width.
-template <int Width, class... T>
-int aligned_head(const T*... pointers) {
-  for (int head = 0; head < Width; ++head) {
-    if (((address_of(pointers + head) % kVectorAlignment<T, Width> == 0) && ...)) return head;
-  }
-  return -1;
+/// Alignment targets for the head: a whole 128-byte line for every pointer (each warp then touches
+/// whole 32-byte sectors, so an offset such as x + 1 costs only the scalar head), or else each
+/// pointer's own vector alignment at `Width`.
+struct LineAlignment {
+  template <class T>
+  static constexpr std::size_t bytes = 128;
+};
+template <int Width>
+struct VectorAlignment {
+  template <class T>
+  static constexpr std::size_t bytes = kVectorAlignment<T, Width>;
+};
+
+/// Elements to skip so that `pointer` lands on its target alignment, or -1 if it never does.
+template <class Target, class T>
+int head_to_alignment(const T* pointer) {
+  constexpr std::size_t kBytes = Target::template bytes<T>;
+  const std::size_t gap = (kBytes - address_of(pointer) % kBytes) % kBytes;
+  return gap % sizeof(T) == 0 ? static_cast<int>(gap / sizeof(T)) : -1;
 }
 
-template <int Width, class Op, class TOut, class... TIn>
-cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, const DeviceProperties& device,
-                             cudaStream_t stream, TOut* out, const TIn*... in) {
-  constexpr int kPerThread = kVectorsPerThread<Width, TOut, TIn...>;
-  constexpr std::size_t kTileVectors = static_cast<std::size_t>(kBlockThreads) * kPerThread;
+template <class Target, class... T>
+bool all_aligned_after(int head, const T*... pointers) {
+  return head >= 0 && ((address_of(pointers + head) % Target::template bytes<T> == 0) && ...);
+}
 
-  TransformRange range{};
-  range.n = n;
-  range.head = head < n ? head : n;
-  range.num_vectors = (n - range.head) / Width;
+/// A head after which every pointer meets `Target`, or -1 when they are misaligned relative to each
+/// other. Every valid head is congruent to the head of the pointer with the longest period, so
+/// trying each pointer's own head finds one.
+template <class Target, class... T>
+int common_head(const T*... pointers) {
+  int found = -1;
+  const auto try_head = [&](int head) {
+    if (found < 0 && all_aligned_after<Target>(head, pointers...)) found = head;
+  };
+  (try_head(head_to_alignment<Target>(pointers)), ...);
+  return found;
+}
+
+/// Head (in elements) after which every pointer sits on its vector alignment at `Width`, preferring
+/// one that puts them on whole lines; -1 if they are misaligned relative to each other at `Width`.
+template <int Width, class... T>
+int aligned_head(const T*... pointers) {
+  const int line_head = common_head<LineAlignment>(pointers...);
+  if (line_head >= 0) return line_head;
+  return common_head<VectorAlignment<Width>>(pointers...);
+}
+
+/// Launches transform_kernel in block shape `Shape` over `range` (head and vectors already cut).
+template <class Shape, int Width, class Op, class TOut, class... TIn>
+cudaError_t launch_in_shape(const Op& op, TransformRange range, const DeviceProperties& device, cudaStream_t stream,
+                            TOut* out, const TIn*... in) {
+  constexpr int kPerThread = Shape::template vectors_per_thread<Width, TOut, TIn...>;
+  constexpr std::size_t kTileVectors = static_cast<std::size_t>(Shape::threads) * kPerThread;
   range.num_tiles = (range.num_vectors + kTileVectors - 1) / kTileVectors;
 
-  // One tile per block when the grid allows it (a single wave of short-lived blocks measured
-  // faster than a grid-stride loop); the kernel loops over tiles if the grid limit is reached.
+  // One tile per block (a single pass of short-lived blocks measured faster than a grid-stride
+  // loop); the kernel loops over tiles only if the grid limit is reached.
   std::size_t blocks = range.num_tiles > 0 ? range.num_tiles : 1;
   if (blocks > static_cast<std::size_t>(device.max_grid_dim_x)) blocks = static_cast<std::size_t>(device.max_grid_dim_x);
 
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned int>(blocks));
-  config.blockDim = dim3(kBlockThreads);
+  config.blockDim = dim3(Shape::threads);
   config.dynamicSmemBytes = 0;
   config.stream = stream;
-  return cudaLaunchKernelEx(&config, transform_kernel<Width, kPerThread, Op, TOut, TIn...>, op, range, out, in...);
+  return cudaLaunchKernelEx(&config, transform_kernel<Shape::threads, Width, kPerThread, Op, TOut, TIn...>, op, range,
+                            out, in...);
+}
+
+/// Cuts [0, n) into head, vectors and tail, picks the block shape from the SM count, and launches.
+template <int Width, class Op, class TOut, class... TIn>
+cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, const DeviceProperties& device,
+                             cudaStream_t stream, TOut* out, const TIn*... in) {
+  TransformRange range{};
+  range.n = n;
+  range.head = head < n ? head : n;
+  range.num_vectors = (n - range.head) / Width;
+
+  constexpr std::size_t kStreamingTileVectors =
+      static_cast<std::size_t>(StreamingShape::threads) * StreamingShape::vectors_per_thread<Width, TOut, TIn...>;
+  const std::size_t streaming_tiles = (range.num_vectors + kStreamingTileVectors - 1) / kStreamingTileVectors;
+  if (streaming_tiles >= static_cast<std::size_t>(kStreamingWaves) * static_cast<std::size_t>(device.multiprocessor_count)) {
+    return launch_in_shape<StreamingShape, Width>(op, range, device, stream, out, in...);
+  }
+  return launch_in_shape<SmallArrayShape, Width>(op, range, device, stream, out, in...);
 }
 
 /// Tries `Width`, then narrower widths, until one lets every pointer be vector-aligned after a

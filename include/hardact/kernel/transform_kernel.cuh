@@ -19,15 +19,12 @@
 namespace hardact {
 namespace detail {
 
-/// Threads per block. 256 keeps 8 blocks resident per SM on Hopper with room to spare.
-inline constexpr int kBlockThreads = 256;
-
 /// How the dispatch layer cut [0, n) into head, vectors and tail, and how many tiles cover it.
 struct TransformRange {
   std::size_t n;            ///< total elements
   std::size_t head;         ///< leading elements done one by one, so that the vectors are aligned
   std::size_t num_vectors;  ///< aligned vectors after the head
-  std::size_t num_tiles;    ///< tiles of kBlockThreads * VectorsPerThread vectors
+  std::size_t num_tiles;    ///< tiles of BlockThreads * VectorsPerThread vectors
 };
 
 /// Applies `op` to one element of each input and converts the result to `TOut` once.
@@ -49,29 +46,30 @@ struct VectorBatch {
   AlignedVector<T, Width> vectors[Count];
 };
 
-template <int Width, int VectorsPerThread, bool Full, class T>
+template <int BlockThreads, int Width, int VectorsPerThread, bool Full, class T>
 __device__ __forceinline__ void load_batch(VectorBatch<T, Width, VectorsPerThread>& batch,
                                            const AlignedVector<T, Width>* source, std::size_t first,
                                            std::size_t num_vectors) {
 #pragma unroll
   for (int k = 0; k < VectorsPerThread; ++k) {
-    const std::size_t index = first + static_cast<std::size_t>(k) * kBlockThreads;
+    const std::size_t index = first + static_cast<std::size_t>(k) * BlockThreads;
     if (Full || index < num_vectors) batch.vectors[k] = load_streaming(source + index);
   }
 }
 
 /// One thread's share of one tile. All loads are issued before the first store.
-template <int Width, int VectorsPerThread, bool Full, class Op, class TOut, class... TIn, std::size_t... I>
+template <int BlockThreads, int Width, int VectorsPerThread, bool Full, class Op, class TOut, class... TIn,
+          std::size_t... I>
 __device__ __forceinline__ void transform_vectors(const Op& op, std::size_t first, std::size_t num_vectors,
                                                   AlignedVector<TOut, Width>* out,
                                                   cuda::std::index_sequence<I...>,
                                                   const AlignedVector<TIn, Width>*... in) {
   cuda::std::tuple<VectorBatch<TIn, Width, VectorsPerThread>...> loaded;
-  (load_batch<Width, VectorsPerThread, Full>(cuda::std::get<I>(loaded), in, first, num_vectors), ...);
+  (load_batch<BlockThreads, Width, VectorsPerThread, Full>(cuda::std::get<I>(loaded), in, first, num_vectors), ...);
 
 #pragma unroll
   for (int k = 0; k < VectorsPerThread; ++k) {
-    const std::size_t index = first + static_cast<std::size_t>(k) * kBlockThreads;
+    const std::size_t index = first + static_cast<std::size_t>(k) * BlockThreads;
     if (Full || index < num_vectors) {
       AlignedVector<TOut, Width> result;
 #pragma unroll
@@ -83,34 +81,34 @@ __device__ __forceinline__ void transform_vectors(const Op& op, std::size_t firs
   }
 }
 
-/// out[i] = op(in[i]...) for i in [0, range.n). Launched by the dispatch layer with
-/// kBlockThreads threads per block; correct for any grid size of at least one block.
-template <int Width, int VectorsPerThread, class Op, class TOut, class... TIn>
-__global__ void __launch_bounds__(kBlockThreads)
+/// out[i] = op(in[i]...) for i in [0, range.n). Launched with BlockThreads threads per block;
+/// correct for any grid of at least one block.
+template <int BlockThreads, int Width, int VectorsPerThread, class Op, class TOut, class... TIn>
+__global__ void __launch_bounds__(BlockThreads)
     transform_kernel(Op op, TransformRange range, TOut* out, const TIn*... in) {
-  // Block 0 also does the scalar head and tail: fewer than 2 * Width <= 32 elements.
+  // Block 0 also does the scalar head and tail (at most 128 + 15 elements).
   if (blockIdx.x == 0) {
     const std::size_t tail_begin = range.head + range.num_vectors * Width;
     const std::size_t leftovers = range.head + (range.n - tail_begin);
-    if (threadIdx.x < leftovers) {
-      const std::size_t i = threadIdx.x < range.head ? threadIdx.x : tail_begin + (threadIdx.x - range.head);
+    for (std::size_t t = threadIdx.x; t < leftovers; t += BlockThreads) {
+      const std::size_t i = t < range.head ? t : tail_begin + (t - range.head);
       out[i] = apply_op<TOut>(op, in[i]...);
     }
   }
 
   using OutVector = AlignedVector<TOut, Width>;
   OutVector* const out_vectors = reinterpret_cast<OutVector*>(out + range.head);
-  constexpr std::size_t kTileVectors = static_cast<std::size_t>(kBlockThreads) * VectorsPerThread;
+  constexpr std::size_t kTileVectors = static_cast<std::size_t>(BlockThreads) * VectorsPerThread;
 
   for (std::size_t tile = blockIdx.x; tile < range.num_tiles; tile += gridDim.x) {
     const std::size_t first = tile * kTileVectors + threadIdx.x;
-    const std::size_t last = first + (VectorsPerThread - 1) * static_cast<std::size_t>(kBlockThreads);
+    const std::size_t last = first + (VectorsPerThread - 1) * static_cast<std::size_t>(BlockThreads);
     if (last < range.num_vectors) {
-      transform_vectors<Width, VectorsPerThread, true>(
+      transform_vectors<BlockThreads, Width, VectorsPerThread, true>(
           op, first, range.num_vectors, out_vectors, cuda::std::index_sequence_for<TIn...>{},
           reinterpret_cast<const AlignedVector<TIn, Width>*>(in + range.head)...);
     } else {
-      transform_vectors<Width, VectorsPerThread, false>(
+      transform_vectors<BlockThreads, Width, VectorsPerThread, false>(
           op, first, range.num_vectors, out_vectors, cuda::std::index_sequence_for<TIn...>{},
           reinterpret_cast<const AlignedVector<TIn, Width>*>(in + range.head)...);
     }
