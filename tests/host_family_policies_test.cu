@@ -1,0 +1,186 @@
+// The family's one-input policies on the host (ReLU6, HardSwish, the slope-offset HardSigmoid and
+// the affine steps): every half and bfloat16 bit pattern, random and special float and double
+// values, against the independent reference in support/reference_family.hpp, plus facts that need
+// no reference (PyTorch's signed zeros, -inf, saturation) and the types' interfaces.
+#include "support/bits.hpp"
+#include "support/reference_family.hpp"
+#include "support/values.hpp"
+
+#include <hardact/hardact.cuh>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+using namespace hardact_test;
+using family::on_elements;
+
+struct TypeNames {
+  template <class T>
+  static std::string GetName(int) {
+    return type_name<T>();
+  }
+};
+
+/// Every 16-bit pattern for half and bfloat16; special and 2^20 random values for float and double.
+template <class T>
+std::vector<T> inputs_for() {
+  if constexpr (sizeof(T) == 2) {
+    return family::all_patterns<T>();
+  } else {
+    std::vector<T> values = special_values<T>({-3.5, 2.5, 5.0, -2.5, 1.0 / 6.0});
+    const std::vector<T> random = random_values<T>(1 << 20, 0xfa417);
+    values.insert(values.end(), random.begin(), random.end());
+    return values;
+  }
+}
+
+template <class T, class Op, class Reference>
+::testing::AssertionResult matches(const Op& op, const Reference& reference) {
+  const std::vector<T> inputs = inputs_for<T>();
+  std::vector<T> outputs, expected;
+  for (const T x : inputs) {
+    outputs.push_back(op(x));
+    expected.push_back(reference(x));
+  }
+  return family::all_match(inputs, outputs, expected);
+}
+
+template <class T>
+class HostFamilyPolicies : public ::testing::Test {};
+using ElementTypes = ::testing::Types<float, double, __half, __nv_bfloat16>;
+TYPED_TEST_SUITE(HostFamilyPolicies, ElementTypes, TypeNames);
+
+TYPED_TEST(HostFamilyPolicies, ReLU6MatchesReference) {
+  using T = TypeParam;
+  EXPECT_TRUE(matches<T>(hardact::ReLU6{}, [](T x) { return on_elements<T>([](auto v) { return family::relu6(v); }, x); }));
+}
+
+TYPED_TEST(HostFamilyPolicies, HardSwishMatchesReference) {
+  using T = TypeParam;
+  EXPECT_TRUE(
+      matches<T>(hardact::HardSwish{}, [](T x) { return on_elements<T>([](auto v) { return family::hard_swish(v); }, x); }));
+}
+
+TYPED_TEST(HostFamilyPolicies, HardSigmoidAffineMatchesReference) {
+  using T = TypeParam;
+  // ONNX defaults, PyTorch-like slope, a negative slope, and a zero offset (subnormal results).
+  const double parameters[][2] = {{0.2, 0.5}, {1.0 / 6.0, 0.5}, {-2.5, 0.25}, {3.0, 0.0}, {1e-3, -1e-3}};
+  for (const auto& p : parameters) {
+    const double alpha = p[0], beta = p[1];
+    EXPECT_TRUE(matches<T>(hardact::HardSigmoid::affine(alpha, beta), [&](T x) {
+      return on_elements<T>([&](auto v) { return family::hard_sigmoid_affine(v, alpha, beta); }, x);
+    })) << "alpha " << alpha << " beta " << beta;
+  }
+}
+
+TYPED_TEST(HostFamilyPolicies, AffineStepsMatchReference) {
+  using T = TypeParam;
+  for (const double scale : {2.0, 0.1, -1e-3, 1e30}) {
+    for (const double offset : {0.0, -0.0, 0.3, -3.0}) {
+      EXPECT_TRUE(matches<T>(hardact::Affine{scale, offset}, [&](T x) {
+        return on_elements<T>([&](auto v) { return family::affine(v, scale, offset); }, x);
+      })) << "Affine{" << scale << ", " << offset << "}";
+    }
+    EXPECT_TRUE(matches<T>(hardact::Scale{scale}, [&](T x) {
+      return on_elements<T>([&](auto v) { return family::scale(v, scale); }, x);
+    })) << "Scale{" << scale << "}";
+  }
+  for (const double offset : {0.0, -0.0, 0.3, -3.0, 1e-40}) {
+    EXPECT_TRUE(matches<T>(hardact::Offset{offset}, [&](T x) {
+      return on_elements<T>([&](auto v) { return family::offset(v, offset); }, x);
+    })) << "Offset{" << offset << "}";
+  }
+}
+
+TYPED_TEST(HostFamilyPolicies, ReLU6ZerosAndNaN) {
+  using T = TypeParam;
+  const hardact::ReLU6 op;
+  // PyTorch's relu6 returns +0.0 for -0.0 and tiny negatives in every dtype.
+  for (const double x : {-0.0, -1e-300, -1e-40, -1e-8, -1.0}) {
+    const T y = op(family::round_to<T>(x));
+    EXPECT_EQ(to_bits(y), to_bits(family::round_to<T>(0.0))) << type_name<T>() << " x=" << x << " gave " << family::show(y);
+  }
+  EXPECT_EQ(family::value_of(op(family::round_to<T>(7.0))), 6.0);
+  EXPECT_EQ(family::value_of(op(family::round_to<T>(HUGE_VAL))), 6.0);
+  EXPECT_TRUE(std::isnan(family::value_of(op(family::round_to<T>(std::nan(""))))));
+}
+
+TYPED_TEST(HostFamilyPolicies, HardSwishSignedZeroAndInfinities) {
+  using T = TypeParam;
+  const hardact::HardSwish op;
+  // x < -3: x * 0 is -0.0, kept as PyTorch does; -inf * 0 is NaN; +inf stays +inf.
+  for (const double x : {-3.5, -4.0, -1e4}) {
+    const T y = op(family::round_to<T>(x));
+    EXPECT_EQ(to_bits(y), to_bits(family::round_to<T>(-0.0))) << type_name<T>() << " x=" << x;
+  }
+  EXPECT_TRUE(std::isnan(family::value_of(op(family::round_to<T>(-HUGE_VAL)))));
+  EXPECT_EQ(family::value_of(op(family::round_to<T>(HUGE_VAL))), HUGE_VAL);
+  EXPECT_EQ(family::value_of(op(family::round_to<T>(3.0))), 3.0);
+  EXPECT_EQ(family::value_of(op(family::round_to<T>(0.0))), 0.0);
+}
+
+TYPED_TEST(HostFamilyPolicies, OnnxHardSigmoidSaturatesAtZeroAndOne) {
+  using T = TypeParam;
+  const auto op = hardact::HardSigmoid::onnx();
+  for (const double x : {2.5, 3.0, 100.0, HUGE_VAL}) EXPECT_EQ(family::value_of(op(family::round_to<T>(x))), 1.0) << x;
+  for (const double x : {-2.5, -3.0, -100.0, -HUGE_VAL}) {
+    EXPECT_EQ(to_bits(op(family::round_to<T>(x))), to_bits(family::round_to<T>(0.0))) << x;  // +0, never -0
+  }
+  EXPECT_EQ(family::value_of(op(family::round_to<T>(0.0))), 0.5);
+  EXPECT_TRUE(std::isnan(family::value_of(op(family::round_to<T>(std::nan(""))))));
+}
+
+// Fact from PyTorch's kernel order: (x * gate) * (1/6) is not x * (gate * (1/6)). A float where
+// the two orders differ is searched independently of the policy; the policy must take the first.
+TEST(HostFamilyHardSwish, MultipliesInPyTorchOrder) {
+  float witness = 0.0f;
+  for (float x = 0.5f; x < 2.5f; x = std::nextafter(x, 3.0f)) {
+    const float gate = x + 3.0f;
+    if ((x * gate) * (1.0f / 6.0f) != x * (gate * (1.0f / 6.0f))) {
+      witness = x;
+      break;
+    }
+  }
+  ASSERT_NE(witness, 0.0f);
+  const float gate = witness + 3.0f;
+  EXPECT_EQ(to_bits(hardact::HardSwish{}(witness)), to_bits((witness * gate) * (1.0f / 6.0f))) << witness;
+}
+
+TEST(HostFamilyHardSwish, KeepsSubnormalProducts) {
+  const float tiny = std::numeric_limits<float>::denorm_min() * 8;  // x * 3 / 6 = 4 * denorm_min
+  EXPECT_EQ(hardact::HardSwish{}(tiny), std::numeric_limits<float>::denorm_min() * 4);
+}
+
+TEST(HostFamilyInterfaces, HardSigmoidStaysParameterFree) {
+  static_assert(std::is_empty_v<hardact::HardSigmoid>, "HardSigmoid{} must stay parameter-free");
+  static_assert(std::is_aggregate_v<hardact::HardSigmoid>, "HardSigmoid{} must stay an aggregate");
+  constexpr hardact::HardSigmoidAffine onnx = hardact::HardSigmoid::onnx();
+  static_assert(onnx.alpha == 0.2 && onnx.beta == 0.5, "ONNX defaults");
+  constexpr hardact::HardSigmoidAffine custom = hardact::HardSigmoid::affine(0.25, 0.125);
+  static_assert(custom.alpha == 0.25 && custom.beta == 0.125, "affine keeps its arguments");
+  static_assert(std::is_trivially_copyable_v<hardact::HardSigmoidAffine>, "kernel argument");
+  static_assert(std::is_empty_v<hardact::ReLU6> && std::is_empty_v<hardact::HardSwish>, "no parameters");
+  SUCCEED();
+}
+
+TEST(HostFamilyInterfaces, IsValidRejectsNonFiniteParameters) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = HUGE_VAL;
+  EXPECT_TRUE(hardact::HardSigmoid::onnx().is_valid());
+  EXPECT_TRUE(hardact::HardSigmoid::affine(-1.0, 0.0).is_valid());
+  EXPECT_FALSE(hardact::HardSigmoid::affine(nan, 0.5).is_valid());
+  EXPECT_FALSE(hardact::HardSigmoid::affine(0.2, inf).is_valid());
+  EXPECT_TRUE((hardact::Scale{-2.0}.is_valid()));
+  EXPECT_FALSE((hardact::Scale{nan}.is_valid()));
+  EXPECT_FALSE((hardact::Offset{-inf}.is_valid()));
+  EXPECT_FALSE((hardact::Affine{1.0, nan}.is_valid()));
+  EXPECT_TRUE((hardact::Affine{}.is_valid()));
+}
+
+}  // namespace
