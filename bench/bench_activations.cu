@@ -144,7 +144,7 @@ std::vector<Impl> implementations(std::size_t n, bool in_place) {
   if (8 * sizeof(T) <= 16) list.push_back(Impl::hardact_w8);
   list.push_back(Impl::cub);
   list.push_back(Impl::thrust);
-  if (n <= static_cast<std::size_t>(INT_MAX)) list.push_back(Impl::naive);
+  if (n <= static_cast<std::size_t>(INT_MAX - kHandWrittenBlock)) list.push_back(Impl::naive);
   list.push_back(Impl::grid_stride_vec);
   return list;
 }

@@ -173,8 +173,9 @@ inline benchmark::IterationCount planned_iterations(std::size_t bytes_per_call, 
 
 /// Applies the common settings: manual (CUDA event) time, fixed samples, repetitions whose median
 /// (and mean, stddev, cv) are the only rows reported.
-inline benchmark::internal::Benchmark* configure(benchmark::internal::Benchmark* b, const Options& o,
-                                                 std::size_t bytes_per_call, int calls_per_sample) {
+/// (A template so that it takes whatever type RegisterBenchmark returns in this library version.)
+template <class Benchmark>
+Benchmark* configure(Benchmark* b, const Options& o, std::size_t bytes_per_call, int calls_per_sample) {
   b->UseManualTime()
       ->Unit(benchmark::kMicrosecond)
       ->Iterations(planned_iterations(bytes_per_call, calls_per_sample))

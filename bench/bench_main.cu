@@ -25,6 +25,8 @@ void print_usage() {
       "  --hardact_repetitions=N    repetitions per benchmark; their median is reported (default %d)\n"
       "  --hardact_max_gb=G         device memory a case may use, in GB (default %.0f)\n"
       "The environment variable HARDACT_BENCH_SWEEP=full|reference sets the sweep as well.\n"
+      "Each benchmark fixes its iterations and repetitions, so --benchmark_repetitions and\n"
+      "--benchmark_min_time have no effect; use --hardact_repetitions.\n"
       "Names: <op>/<dtype>/<implementation>/<placement>/<alignment>/n:<elements>[/calls:%d]\n"
       "  e.g. --benchmark_filter='^hardsigmoid/half/' or '/misaligned/'\n",
       hardact_bench::kLaunchLoopCalls, hardact_bench::Options{}.repetitions,
