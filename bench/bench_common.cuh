@@ -52,7 +52,6 @@ struct Options {
   Sweep sweep = Sweep::reference;
   int repetitions = 5;                 ///< Google Benchmark repetitions; the median is reported
   double max_device_bytes = 40e9;      ///< memory one case may allocate; larger sizes are skipped
-  bool device_present = false;         ///< false while only listing benchmarks without a GPU
 };
 
 inline Options& mutable_options() {

@@ -164,7 +164,6 @@ int main(int argc, char** argv) {
                    reason.c_str());
       return 1;
     }
-    o.device_present = true;
     describe_device(o);
   }
 
