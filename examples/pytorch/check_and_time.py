@@ -95,8 +95,8 @@ def make_input(shape, dtype: torch.dtype, generator: torch.Generator) -> torch.T
 
 def exact_hardsigmoid_float64(x: torch.Tensor) -> torch.Tensor:
     """min(max(x + 3, 0), 6) / 6 in float64, correctly rounded.
-    Divides by a tensor of sixes: PyTorch turns division by a Python scalar into a multiplication by
-    its reciprocal on CUDA, which is not the correctly rounded quotient."""
+    Divides by a tensor of sixes: on CUDA, PyTorch computes a division by a Python scalar as a
+    multiplication by its reciprocal, which is not always the correctly rounded quotient."""
     relu6 = torch.clamp(x + 3.0, min=0.0, max=6.0)
     return torch.div(relu6, torch.full_like(relu6, 6.0))
 
@@ -202,6 +202,36 @@ def check_module_and_grad(failures: Failures, generator: torch.Generator) -> Non
         reference(op, theirs, bounds).backward(grad_out)
         report = mismatch_report(ours.grad, theirs.grad, source)
         failures.record(not report, f"gradient of {describe(op, bounds)}", report)
+
+
+def check_streams_and_graphs(failures: Failures, generator: torch.Generator) -> None:
+    """The work goes to PyTorch's current stream: on a side stream, and captured in a CUDA graph
+    (a launch on any other stream would make the capture fail)."""
+    x = make_input((1024, 1031), torch.float32, generator)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        on_side = ha.hardtanh(x, -0.3, 0.7)
+    torch.cuda.current_stream().wait_stream(side)
+    report = mismatch_report(on_side, F.hardtanh(x, -0.3, 0.7), x)
+    failures.record(not report, "hardtanh on a side stream", report)
+
+    static_in = make_input((1024, 1031), torch.bfloat16, generator)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            static_out = ha.hardsigmoid(static_in)
+            ha.hardtanh_(static_out, 0.25, 0.75)
+    except Exception as error:  # noqa: BLE001  (a capture failure is the finding)
+        failures.record(False, "CUDA graph capture", f"{type(error).__name__}: {error}")
+        return
+    for replay in range(3):
+        static_in.copy_(make_input((1024, 1031), torch.bfloat16, generator))
+        graph.replay()
+        expected = F.hardtanh(F.hardsigmoid(static_in), 0.25, 0.75)
+        report = mismatch_report(static_out, expected, static_in)
+        failures.record(not report, f"CUDA graph replay {replay}", report)
+    print("streams and CUDA graphs checked")
 
 
 def check_errors(failures: Failures, have_gpu: bool) -> None:
@@ -333,6 +363,7 @@ def main() -> int:
         print("\nbit-exact checks (NaN matches NaN, all other bits equal):")
         check_values(failures, generator)
         check_module_and_grad(failures, generator)
+        check_streams_and_graphs(failures, generator)
         if not args.no_timing:
             dtypes = [getattr(torch, name.strip()) for name in args.timing_dtypes.split(",") if name.strip()]
             time_all(failures, args.rows, args.cols, dtypes, args.warmups, args.runs, generator)
