@@ -95,8 +95,9 @@ TEST(DeviceFamilyPoliciesArguments, BadArgumentsWriteNothing) {
   EXPECT_TRUE(out.guards_intact() && in.guards_intact() && narrow.guards_intact());
 
   // n == 0 is a no-op, even with null pointers.
-  EXPECT_EQ(hardact::transform(hardact::HardSwish{}, static_cast<const float*>(nullptr), static_cast<float*>(nullptr), 0),
-            cudaSuccess);
+  EXPECT_EQ(
+      hardact::transform(hardact::HardSwish{}, static_cast<const float*>(nullptr), static_cast<float*>(nullptr), 0),
+      cudaSuccess);
 }
 
 }  // namespace

@@ -86,9 +86,12 @@ TYPED_TEST(HostFamilyBackward, HardTanhBackwardMatchesReference) {
   const double bounds[][2] = {{-1.0, 1.0}, {0.0, 6.0}, {-0.0, 0.5}, {-0.1, 0.3}, {0.0, 1e-40}, {2.0, 2.0}};
   for (const auto& b : bounds) {
     const double lo = b[0], hi = b[1];
-    EXPECT_TRUE(pairs_match<T>(hardact::HardTanhBackward{lo, hi}, [&](T grad, T x) {
-      return on_elements<T>([&](auto g, auto v) { return family::hard_tanh_backward(g, v, lo, hi); }, grad, x);
-    })) << "bounds " << lo << ", " << hi;
+    EXPECT_TRUE(pairs_match<T>(hardact::HardTanhBackward{lo, hi},
+                               [&](T grad, T x) {
+                                 return on_elements<T>(
+                                     [&](auto g, auto v) { return family::hard_tanh_backward(g, v, lo, hi); }, grad, x);
+                               }))
+        << "bounds " << lo << ", " << hi;
   }
 }
 

@@ -96,7 +96,9 @@ TYPED_TEST(HostFamilyChain, TwoInputChainMatchesReference) {
   const auto fused = hardact::chain(hardact::HardSwishBackward{}, hardact::Scale{0.5}, hardact::HardTanh{-1.0, 1.0});
   const auto reference = [](T grad, T x) {
     return on_elements<T>(
-        [](auto g, auto v) { return family::hard_tanh(family::scale(family::hard_swish_backward(g, v), 0.5), -1.0, 1.0); },
+        [](auto g, auto v) {
+          return family::hard_tanh(family::scale(family::hard_swish_backward(g, v), 0.5), -1.0, 1.0);
+        },
         grad, x);
   };
   std::vector<T> grads;

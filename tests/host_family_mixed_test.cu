@@ -104,7 +104,8 @@ TEST(HostFamilyMixed, AgreesWithPyTorchsCastWhereInRange) {
   EXPECT_TRUE((mixed_matches<float, __nv_fp8_e4m3>(hardact::HardSigmoid{}, kHardSigmoid, Overflow::ToNaN)));
   EXPECT_TRUE((mixed_matches<__nv_bfloat16, __nv_fp8_e4m3>(hardact::HardSigmoid{}, kHardSigmoid, Overflow::ToNaN)));
   EXPECT_TRUE((mixed_matches<float, __nv_fp8_e5m2>(hardact::ReLU6{}, kReLU6, Overflow::ToInfinity)));
-  EXPECT_TRUE((mixed_matches<__nv_bfloat16, __nv_fp8_e5m2>(hardact::HardSigmoid{}, kHardSigmoid, Overflow::ToInfinity)));
+  EXPECT_TRUE(
+      (mixed_matches<__nv_bfloat16, __nv_fp8_e5m2>(hardact::HardSigmoid{}, kHardSigmoid, Overflow::ToInfinity)));
   // ... and differs for HardSwish beyond the range, which is the documented difference.
   EXPECT_FALSE((mixed_matches<float, __nv_fp8_e4m3>(hardact::HardSwish{}, kHardSwish, Overflow::ToNaN)));
 }

@@ -59,13 +59,14 @@ TYPED_TEST_SUITE(HostFamilyPolicies, ElementTypes, TypeNames);
 
 TYPED_TEST(HostFamilyPolicies, ReLU6MatchesReference) {
   using T = TypeParam;
-  EXPECT_TRUE(matches<T>(hardact::ReLU6{}, [](T x) { return on_elements<T>([](auto v) { return family::relu6(v); }, x); }));
+  EXPECT_TRUE(
+      matches<T>(hardact::ReLU6{}, [](T x) { return on_elements<T>([](auto v) { return family::relu6(v); }, x); }));
 }
 
 TYPED_TEST(HostFamilyPolicies, HardSwishMatchesReference) {
   using T = TypeParam;
-  EXPECT_TRUE(
-      matches<T>(hardact::HardSwish{}, [](T x) { return on_elements<T>([](auto v) { return family::hard_swish(v); }, x); }));
+  EXPECT_TRUE(matches<T>(hardact::HardSwish{},
+                         [](T x) { return on_elements<T>([](auto v) { return family::hard_swish(v); }, x); }));
 }
 
 TYPED_TEST(HostFamilyPolicies, HardSigmoidAffineMatchesReference) {
@@ -74,9 +75,10 @@ TYPED_TEST(HostFamilyPolicies, HardSigmoidAffineMatchesReference) {
   const double parameters[][2] = {{0.2, 0.5}, {1.0 / 6.0, 0.5}, {-2.5, 0.25}, {3.0, 0.0}, {1e-3, -1e-3}};
   for (const auto& p : parameters) {
     const double alpha = p[0], beta = p[1];
-    EXPECT_TRUE(matches<T>(hardact::HardSigmoid::affine(alpha, beta), [&](T x) {
-      return on_elements<T>([&](auto v) { return family::hard_sigmoid_affine(v, alpha, beta); }, x);
-    })) << "alpha " << alpha << " beta " << beta;
+    EXPECT_TRUE(matches<T>(
+        hardact::HardSigmoid::affine(alpha, beta),
+        [&](T x) { return on_elements<T>([&](auto v) { return family::hard_sigmoid_affine(v, alpha, beta); }, x); }))
+        << "alpha " << alpha << " beta " << beta;
   }
 }
 
@@ -84,18 +86,19 @@ TYPED_TEST(HostFamilyPolicies, AffineStepsMatchReference) {
   using T = TypeParam;
   for (const double scale : {2.0, 0.1, -1e-3, 1e30}) {
     for (const double offset : {0.0, -0.0, 0.3, -3.0}) {
-      EXPECT_TRUE(matches<T>(hardact::Affine{scale, offset}, [&](T x) {
-        return on_elements<T>([&](auto v) { return family::affine(v, scale, offset); }, x);
-      })) << "Affine{" << scale << ", " << offset << "}";
+      EXPECT_TRUE(
+          matches<T>(hardact::Affine{scale, offset},
+                     [&](T x) { return on_elements<T>([&](auto v) { return family::affine(v, scale, offset); }, x); }))
+          << "Affine{" << scale << ", " << offset << "}";
     }
-    EXPECT_TRUE(matches<T>(hardact::Scale{scale}, [&](T x) {
-      return on_elements<T>([&](auto v) { return family::scale(v, scale); }, x);
-    })) << "Scale{" << scale << "}";
+    EXPECT_TRUE(matches<T>(hardact::Scale{scale},
+                           [&](T x) { return on_elements<T>([&](auto v) { return family::scale(v, scale); }, x); }))
+        << "Scale{" << scale << "}";
   }
   for (const double offset : {0.0, -0.0, 0.3, -3.0, 1e-40}) {
-    EXPECT_TRUE(matches<T>(hardact::Offset{offset}, [&](T x) {
-      return on_elements<T>([&](auto v) { return family::offset(v, offset); }, x);
-    })) << "Offset{" << offset << "}";
+    EXPECT_TRUE(matches<T>(hardact::Offset{offset},
+                           [&](T x) { return on_elements<T>([&](auto v) { return family::offset(v, offset); }, x); }))
+        << "Offset{" << offset << "}";
   }
 }
 
@@ -105,7 +108,8 @@ TYPED_TEST(HostFamilyPolicies, ReLU6ZerosAndNaN) {
   // PyTorch's relu6 returns +0.0 for -0.0 and tiny negatives in every dtype.
   for (const double x : {-0.0, -1e-300, -1e-40, -1e-8, -1.0}) {
     const T y = op(family::round_to<T>(x));
-    EXPECT_EQ(to_bits(y), to_bits(family::round_to<T>(0.0))) << type_name<T>() << " x=" << x << " gave " << family::show(y);
+    EXPECT_EQ(to_bits(y), to_bits(family::round_to<T>(0.0)))
+        << type_name<T>() << " x=" << x << " gave " << family::show(y);
   }
   EXPECT_EQ(family::value_of(op(family::round_to<T>(7.0))), 6.0);
   EXPECT_EQ(family::value_of(op(family::round_to<T>(HUGE_VAL))), 6.0);

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace hardact_test {
@@ -66,102 +67,121 @@ std::vector<T> device_inputs(std::size_t n, std::uint64_t seed) {
   return values;
 }
 
-/// Runs out = op(in) for each size and offset pair, and in place when TIn == TOut; compares every
-/// element with reference(in[i]) and checks the guard bands.
+/// Runs out = op(in) on `inputs` at each offset pair, and in place when TIn == TOut; compares every
+/// element with reference(inputs[i]) and checks the guard bands.
 template <class TIn, class TOut, class Op, class Reference>
-void check_one_input(const Op& op, const Reference& reference) {
-  for (const std::size_t n : sweep_sizes()) {
-    const std::vector<TIn> inputs = device_inputs<TIn>(n, n);
-    std::vector<TOut> expected(n);
-    for (std::size_t i = 0; i < n; ++i) expected[i] = reference(inputs[i]);
-    for (const auto& offsets : sweep_offsets()) {
-      SCOPED_TRACE("n=" + std::to_string(n) + " in offset " + std::to_string(offsets[0]) + " out offset " +
-                   std::to_string(offsets[2]));
-      GuardedBuffer<TIn> in(n, offsets[0]);
-      GuardedBuffer<TOut> out(n, offsets[2]);
-      HARDACT_ASSERT_CUDA(in.status());
-      HARDACT_ASSERT_CUDA(out.status());
-      HARDACT_ASSERT_CUDA(in.upload(inputs));
-      HARDACT_ASSERT_CUDA(hardact::transform(op, static_cast<const TIn*>(in.data()), out.data(), n));
-      HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
-      std::vector<TOut> outputs;
-      HARDACT_ASSERT_CUDA(out.download(outputs));
-      ASSERT_TRUE(all_match(inputs, outputs, expected));
-      EXPECT_TRUE(out.guards_intact());
-      EXPECT_TRUE(in.guards_intact());
-    }
-    if constexpr (std::is_same_v<TIn, TOut>) {
-      SCOPED_TRACE("in place, n=" + std::to_string(n));
-      GuardedBuffer<TIn> data(n, 1);
-      HARDACT_ASSERT_CUDA(data.status());
-      HARDACT_ASSERT_CUDA(data.upload(inputs));
-      HARDACT_ASSERT_CUDA(hardact::transform(op, static_cast<const TIn*>(data.data()), data.data(), n));
-      HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
-      std::vector<TOut> outputs;
-      HARDACT_ASSERT_CUDA(data.download(outputs));
-      ASSERT_TRUE(all_match(inputs, outputs, expected));
-      EXPECT_TRUE(data.guards_intact());
-    }
+void check_one_input_on(const Op& op, const Reference& reference, const std::vector<TIn>& inputs) {
+  const std::size_t n = inputs.size();
+  std::vector<TOut> expected(n);
+  for (std::size_t i = 0; i < n; ++i) expected[i] = reference(inputs[i]);
+  for (const auto& offsets : sweep_offsets()) {
+    SCOPED_TRACE("n=" + std::to_string(n) + " in offset " + std::to_string(offsets[0]) + " out offset " +
+                 std::to_string(offsets[2]));
+    GuardedBuffer<TIn> in(n, offsets[0]);
+    GuardedBuffer<TOut> out(n, offsets[2]);
+    HARDACT_ASSERT_CUDA(in.status());
+    HARDACT_ASSERT_CUDA(out.status());
+    HARDACT_ASSERT_CUDA(in.upload(inputs));
+    HARDACT_ASSERT_CUDA(hardact::transform(op, static_cast<const TIn*>(in.data()), out.data(), n));
+    HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
+    std::vector<TOut> outputs;
+    HARDACT_ASSERT_CUDA(out.download(outputs));
+    ASSERT_TRUE(all_match(inputs, outputs, expected));
+    EXPECT_TRUE(out.guards_intact());
+    EXPECT_TRUE(in.guards_intact());
+  }
+  if constexpr (std::is_same_v<TIn, TOut>) {
+    SCOPED_TRACE("in place, n=" + std::to_string(n));
+    GuardedBuffer<TIn> data(n, 1);
+    HARDACT_ASSERT_CUDA(data.status());
+    HARDACT_ASSERT_CUDA(data.upload(inputs));
+    HARDACT_ASSERT_CUDA(hardact::transform(op, static_cast<const TIn*>(data.data()), data.data(), n));
+    HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
+    std::vector<TOut> outputs;
+    HARDACT_ASSERT_CUDA(data.download(outputs));
+    ASSERT_TRUE(all_match(inputs, outputs, expected));
+    EXPECT_TRUE(data.guards_intact());
   }
 }
 
-/// Runs out = op(a, b) for each size and offset triple, and in place on a and on b when the types
-/// allow; compares with reference(a[i], b[i]) and checks the guard bands.
+/// check_one_input_on for every size of sweep_sizes(), on device_inputs.
+template <class TIn, class TOut, class Op, class Reference>
+void check_one_input(const Op& op, const Reference& reference) {
+  for (const std::size_t n : sweep_sizes()) {
+    check_one_input_on<TIn, TOut>(op, reference, device_inputs<TIn>(n, n));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+/// Runs out = op(a, b) on `a_values` and `b_values` at each offset triple, and in place on a and on
+/// b when the types allow; compares with reference(a[i], b[i]) and checks the guard bands.
+template <class TA, class TB, class TOut, class Op, class Reference>
+void check_two_inputs_on(const Op& op, const Reference& reference, const std::vector<TA>& a_values,
+                         const std::vector<TB>& b_values) {
+  const std::size_t n = b_values.size();
+  ASSERT_EQ(a_values.size(), n);
+  std::vector<TOut> expected(n);
+  for (std::size_t i = 0; i < n; ++i) expected[i] = reference(a_values[i], b_values[i]);
+  for (const auto& offsets : sweep_offsets()) {
+    SCOPED_TRACE("n=" + std::to_string(n) + " offsets a " + std::to_string(offsets[0]) + " b " +
+                 std::to_string(offsets[1]) + " out " + std::to_string(offsets[2]));
+    GuardedBuffer<TA> a(n, offsets[0]);
+    GuardedBuffer<TB> b(n, offsets[1]);
+    GuardedBuffer<TOut> out(n, offsets[2]);
+    HARDACT_ASSERT_CUDA(a.status());
+    HARDACT_ASSERT_CUDA(b.status());
+    HARDACT_ASSERT_CUDA(out.status());
+    HARDACT_ASSERT_CUDA(a.upload(a_values));
+    HARDACT_ASSERT_CUDA(b.upload(b_values));
+    HARDACT_ASSERT_CUDA(
+        hardact::transform(op, static_cast<const TA*>(a.data()), static_cast<const TB*>(b.data()), out.data(), n));
+    HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
+    std::vector<TOut> outputs;
+    HARDACT_ASSERT_CUDA(out.download(outputs));
+    ASSERT_TRUE(all_match(b_values, outputs, expected));
+    EXPECT_TRUE(out.guards_intact() && a.guards_intact() && b.guards_intact());
+  }
+  // In place on either input: out aliases a, then b (the other input misaligned relative to it).
+  if constexpr (std::is_same_v<TA, TOut>) {
+    SCOPED_TRACE("in place on the first input, n=" + std::to_string(n));
+    GuardedBuffer<TA> a(n, 0);
+    GuardedBuffer<TB> b(n, 3);
+    HARDACT_ASSERT_CUDA(a.status());
+    HARDACT_ASSERT_CUDA(b.status());
+    HARDACT_ASSERT_CUDA(a.upload(a_values));
+    HARDACT_ASSERT_CUDA(b.upload(b_values));
+    HARDACT_ASSERT_CUDA(
+        hardact::transform(op, static_cast<const TA*>(a.data()), static_cast<const TB*>(b.data()), a.data(), n));
+    HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
+    std::vector<TOut> outputs;
+    HARDACT_ASSERT_CUDA(a.download(outputs));
+    ASSERT_TRUE(all_match(b_values, outputs, expected));
+    EXPECT_TRUE(a.guards_intact());
+  }
+  if constexpr (std::is_same_v<TB, TOut>) {
+    SCOPED_TRACE("in place on the second input, n=" + std::to_string(n));
+    GuardedBuffer<TA> a(n, 1);
+    GuardedBuffer<TB> b(n, 0);
+    HARDACT_ASSERT_CUDA(a.status());
+    HARDACT_ASSERT_CUDA(b.status());
+    HARDACT_ASSERT_CUDA(a.upload(a_values));
+    HARDACT_ASSERT_CUDA(b.upload(b_values));
+    HARDACT_ASSERT_CUDA(
+        hardact::transform(op, static_cast<const TA*>(a.data()), static_cast<const TB*>(b.data()), b.data(), n));
+    HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
+    std::vector<TOut> outputs;
+    HARDACT_ASSERT_CUDA(b.download(outputs));
+    ASSERT_TRUE(all_match(b_values, outputs, expected));
+    EXPECT_TRUE(b.guards_intact());
+  }
+}
+
+/// check_two_inputs_on for every size of sweep_sizes(), on device_inputs.
 template <class TA, class TB, class TOut, class Op, class Reference>
 void check_two_inputs(const Op& op, const Reference& reference) {
   for (const std::size_t n : sweep_sizes()) {
-    const std::vector<TA> a_values = device_inputs<TA>(n, 7 * n + 1);
-    const std::vector<TB> b_values = device_inputs<TB>(n, n);
-    std::vector<TOut> expected(n);
-    for (std::size_t i = 0; i < n; ++i) expected[i] = reference(a_values[i], b_values[i]);
-    for (const auto& offsets : sweep_offsets()) {
-      SCOPED_TRACE("n=" + std::to_string(n) + " offsets a " + std::to_string(offsets[0]) + " b " +
-                   std::to_string(offsets[1]) + " out " + std::to_string(offsets[2]));
-      GuardedBuffer<TA> a(n, offsets[0]);
-      GuardedBuffer<TB> b(n, offsets[1]);
-      GuardedBuffer<TOut> out(n, offsets[2]);
-      HARDACT_ASSERT_CUDA(a.status());
-      HARDACT_ASSERT_CUDA(b.status());
-      HARDACT_ASSERT_CUDA(out.status());
-      HARDACT_ASSERT_CUDA(a.upload(a_values));
-      HARDACT_ASSERT_CUDA(b.upload(b_values));
-      HARDACT_ASSERT_CUDA(hardact::transform(op, static_cast<const TA*>(a.data()), static_cast<const TB*>(b.data()),
-                                             out.data(), n));
-      HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
-      std::vector<TOut> outputs;
-      HARDACT_ASSERT_CUDA(out.download(outputs));
-      ASSERT_TRUE(all_match(b_values, outputs, expected));
-      EXPECT_TRUE(out.guards_intact() && a.guards_intact() && b.guards_intact());
-    }
-    // In place on either input: out aliases a, then b (the other input misaligned relative to it).
-    if constexpr (std::is_same_v<TA, TOut>) {
-      SCOPED_TRACE("in place on the first input, n=" + std::to_string(n));
-      GuardedBuffer<TA> a(n, 0);
-      GuardedBuffer<TB> b(n, 3);
-      HARDACT_ASSERT_CUDA(a.upload(a_values));
-      HARDACT_ASSERT_CUDA(b.upload(b_values));
-      HARDACT_ASSERT_CUDA(
-          hardact::transform(op, static_cast<const TA*>(a.data()), static_cast<const TB*>(b.data()), a.data(), n));
-      HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
-      std::vector<TOut> outputs;
-      HARDACT_ASSERT_CUDA(a.download(outputs));
-      ASSERT_TRUE(all_match(b_values, outputs, expected));
-      EXPECT_TRUE(a.guards_intact());
-    }
-    if constexpr (std::is_same_v<TB, TOut>) {
-      SCOPED_TRACE("in place on the second input, n=" + std::to_string(n));
-      GuardedBuffer<TA> a(n, 1);
-      GuardedBuffer<TB> b(n, 0);
-      HARDACT_ASSERT_CUDA(a.upload(a_values));
-      HARDACT_ASSERT_CUDA(b.upload(b_values));
-      HARDACT_ASSERT_CUDA(
-          hardact::transform(op, static_cast<const TA*>(a.data()), static_cast<const TB*>(b.data()), b.data(), n));
-      HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
-      std::vector<TOut> outputs;
-      HARDACT_ASSERT_CUDA(b.download(outputs));
-      ASSERT_TRUE(all_match(b_values, outputs, expected));
-      EXPECT_TRUE(b.guards_intact());
-    }
+    check_two_inputs_on<TA, TB, TOut>(op, reference, device_inputs<TA>(n, 7 * n + 1), device_inputs<TB>(n, n));
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 

@@ -59,6 +59,20 @@ __host__ __device__ inline C div_rn(C a, C b) {
   return a / b;
 }
 
+/// A double parameter (a bound, a scale) in the compute type C, rounded to nearest; a value that is
+/// subnormal in float stays subnormal (`cvt.rn.ftz.f32.f64` would make it zero).
+template <class C>
+__host__ __device__ inline C parameter_as(double value) {
+#ifdef __CUDA_ARCH__
+  if constexpr (cuda::std::is_same_v<C, float>) {
+    float result;
+    asm("cvt.rn.f32.f64 %0, %1;" : "=f"(result) : "d"(value));
+    return result;
+  }
+#endif
+  return static_cast<C>(value);
+}
+
 /// a <= b, comparing subnormals as themselves (`setp.le.ftz` would call 1e-40 <= 0 true).
 /// False when either is NaN.
 template <class C>
@@ -66,9 +80,7 @@ __host__ __device__ inline bool less_equal(C a, C b) {
 #ifdef __CUDA_ARCH__
   if constexpr (cuda::std::is_same_v<C, float>) {
     unsigned int result;
-    asm("{\n\t.reg .pred p;\n\tsetp.le.f32 p, %1, %2;\n\tselp.u32 %0, 1, 0, p;\n\t}"
-        : "=r"(result)
-        : "f"(a), "f"(b));
+    asm("{\n\t.reg .pred p;\n\tsetp.le.f32 p, %1, %2;\n\tselp.u32 %0, 1, 0, p;\n\t}" : "=r"(result) : "f"(a), "f"(b));
     return result != 0;
   }
 #endif

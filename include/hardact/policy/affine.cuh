@@ -21,7 +21,7 @@ struct Scale {
   template <class T>
   __host__ __device__ T operator()(T x) const {
     using C = compute_t<T>;
-    return from_compute<T>(detail::mul_rn(to_compute(x), static_cast<C>(scale)));
+    return from_compute<T>(detail::mul_rn(to_compute(x), detail::parameter_as<C>(scale)));
   }
 };
 
@@ -36,7 +36,7 @@ struct Offset {
   template <class T>
   __host__ __device__ T operator()(T x) const {
     using C = compute_t<T>;
-    return from_compute<T>(detail::add_rn(to_compute(x), static_cast<C>(offset)));
+    return from_compute<T>(detail::add_rn(to_compute(x), detail::parameter_as<C>(offset)));
   }
 };
 
@@ -53,7 +53,7 @@ struct Affine {
   __host__ __device__ T operator()(T x) const {
     using C = compute_t<T>;
     return from_compute<T>(
-        detail::add_rn(detail::mul_rn(to_compute(x), static_cast<C>(scale)), static_cast<C>(offset)));
+        detail::add_rn(detail::mul_rn(to_compute(x), detail::parameter_as<C>(scale)), detail::parameter_as<C>(offset)));
   }
 };
 

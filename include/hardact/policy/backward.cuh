@@ -50,7 +50,8 @@ struct HardTanhBackward {
   __host__ __device__ T operator()(T grad, T x) const {
     using C = compute_t<T>;
     const C input = to_compute(x);
-    if (detail::less_equal(input, static_cast<C>(min_val)) || detail::greater_equal(input, static_cast<C>(max_val))) {
+    if (detail::less_equal(input, detail::parameter_as<C>(min_val)) ||
+        detail::greater_equal(input, detail::parameter_as<C>(max_val))) {
       return from_compute<T>(C(0));
     }
     return grad;

@@ -14,7 +14,8 @@ namespace detail {
 template <class Step, class = void>
 struct step_has_is_valid : cuda::std::false_type {};
 template <class Step>
-struct step_has_is_valid<Step, cuda::std::void_t<decltype(static_cast<bool>(cuda::std::declval<const Step&>().is_valid()))>>
+struct step_has_is_valid<Step,
+                         cuda::std::void_t<decltype(static_cast<bool>(cuda::std::declval<const Step&>().is_valid()))>>
     : cuda::std::true_type {};
 
 /// A step's own is_valid(), or true for steps without run-time parameters.
@@ -55,8 +56,8 @@ struct Chain<Last> {
 
 template <class First, class... Rest>
 struct Chain<First, Rest...> {
-  First first;           ///< applied first, to the chain's arguments
-  Chain<Rest...> rest;   ///< applied to first's result (in the compute type, so nothing is rounded)
+  First first;          ///< applied first, to the chain's arguments
+  Chain<Rest...> rest;  ///< applied to first's result (in the compute type, so nothing is rounded)
 
   __host__ __device__ bool is_valid() const { return detail::step_is_valid(first) && rest.is_valid(); }
 

@@ -35,7 +35,8 @@ struct HardSigmoidAffine {
   template <class T>
   __host__ __device__ T operator()(T x) const {
     using C = compute_t<T>;
-    const C line = detail::add_rn(detail::mul_rn(static_cast<C>(alpha), to_compute(x)), static_cast<C>(beta));
+    const C product = detail::mul_rn(detail::parameter_as<C>(alpha), to_compute(x));
+    const C line = detail::add_rn(product, detail::parameter_as<C>(beta));
     if (detail::is_nan(line)) return from_compute<T>(line);
     return from_compute<T>(detail::clamp_ordered_zeros(line, C(0), C(1)));
   }

@@ -1,0 +1,74 @@
+// Mixed input and output types through hardact::transform on the device: float -> bfloat16/half,
+// bfloat16/half -> float, float/bfloat16 -> fp8 e4m3/e5m2 (saturating), for HardSigmoid and
+// HardSwish (whose unbounded outputs reach the fp8 saturation) and a chain, sizes x offsets, bit
+// for bit against the independent reference rounded once from float.
+//
+// Relation to PyTorch's F.hardsigmoid(x).to(dtype) (details in host_family_mixed_test.cu): equal
+// for half, bfloat16 and float outputs (PyTorch rounds the same float result once); for fp8 equal
+// wherever the result is within the fp8 range, as HardSigmoid's always is. Beyond it hardact
+// saturates (e4m3: +-448, e5m2: +-57344), PyTorch <= 2.11 gives NaN (e4m3fn) or +-inf (e5m2).
+#include "support/device.hpp"
+#include "support/device_family.hpp"
+#include "support/reference_family.hpp"
+
+#include <hardact/hardact.cuh>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using namespace hardact_test;
+
+/// HardSigmoid and HardSwish from TIn to TOut, against round_to<TOut>(float reference).
+template <class TIn, class TOut>
+void check_pair() {
+  family::check_one_input<TIn, TOut>(hardact::HardSigmoid{}, [](TIn x) {
+    return family::round_to<TOut>(family::hard_sigmoid(static_cast<float>(family::value_of(x))));
+  });
+  family::check_one_input<TIn, TOut>(hardact::HardSwish{}, [](TIn x) {
+    return family::round_to<TOut>(family::hard_swish(static_cast<float>(family::value_of(x))));
+  });
+}
+
+TEST(DeviceFamilyMixed, FloatToBfloat16) {
+  HARDACT_REQUIRE_DEVICE();
+  check_pair<float, __nv_bfloat16>();
+}
+TEST(DeviceFamilyMixed, FloatToHalf) {
+  HARDACT_REQUIRE_DEVICE();
+  check_pair<float, __half>();
+}
+TEST(DeviceFamilyMixed, Bfloat16ToFloat) {
+  HARDACT_REQUIRE_DEVICE();
+  check_pair<__nv_bfloat16, float>();
+}
+TEST(DeviceFamilyMixed, HalfToFloat) {
+  HARDACT_REQUIRE_DEVICE();
+  check_pair<__half, float>();
+}
+TEST(DeviceFamilyMixed, FloatToE4M3) {
+  HARDACT_REQUIRE_DEVICE();
+  check_pair<float, __nv_fp8_e4m3>();
+}
+TEST(DeviceFamilyMixed, FloatToE5M2) {
+  HARDACT_REQUIRE_DEVICE();
+  check_pair<float, __nv_fp8_e5m2>();
+}
+TEST(DeviceFamilyMixed, Bfloat16ToE4M3) {
+  HARDACT_REQUIRE_DEVICE();
+  check_pair<__nv_bfloat16, __nv_fp8_e4m3>();
+}
+TEST(DeviceFamilyMixed, Bfloat16ToE5M2) {
+  HARDACT_REQUIRE_DEVICE();
+  check_pair<__nv_bfloat16, __nv_fp8_e5m2>();
+}
+
+// A chain that writes fp8 straight from float: scale, activation and saturating cast in one pass.
+TEST(DeviceFamilyMixed, ChainFloatToE4M3) {
+  HARDACT_REQUIRE_DEVICE();
+  const auto fused = hardact::chain(hardact::Scale{300.0}, hardact::HardSwish{});
+  family::check_one_input<float, __nv_fp8_e4m3>(
+      fused, [](float x) { return family::round_to<__nv_fp8_e4m3>(family::hard_swish(family::scale(x, 300.0))); });
+}
+
+}  // namespace
