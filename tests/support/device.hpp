@@ -82,14 +82,17 @@ class GuardedBuffer {
   /// Overwrites the payload with the poison pattern (guards are poisoned from construction).
   cudaError_t poison_payload() { return cudaMemset(data(), kPoisonByte, count_ * sizeof(T)); }
 
-  /// True when every guard byte still holds the poison pattern.
+  /// True when every guard byte (and every byte of the element offset) still holds the poison
+  /// pattern. Copies only those bytes, so it stays cheap for large payloads.
   bool guards_intact() {
-    std::vector<unsigned char> bytes(total_);
-    if (cudaMemcpy(bytes.data(), base_, total_, cudaMemcpyDeviceToHost) != cudaSuccess) return false;
-    for (std::size_t i = 0; i < lead_; ++i)
-      if (bytes[i] != kPoisonByte) return false;
-    for (std::size_t i = lead_ + count_ * sizeof(T); i < total_; ++i)
-      if (bytes[i] != kPoisonByte) return false;
+    const std::size_t payload_end = lead_ + count_ * sizeof(T);
+    std::vector<unsigned char> bytes(lead_ + (total_ - payload_end));
+    unsigned char* const base = static_cast<unsigned char*>(base_);
+    if (cudaMemcpy(bytes.data(), base, lead_, cudaMemcpyDeviceToHost) != cudaSuccess) return false;
+    if (cudaMemcpy(bytes.data() + lead_, base + payload_end, total_ - payload_end, cudaMemcpyDeviceToHost) != cudaSuccess)
+      return false;
+    for (const unsigned char byte : bytes)
+      if (byte != kPoisonByte) return false;
     return true;
   }
 
