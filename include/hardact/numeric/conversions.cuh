@@ -58,6 +58,9 @@ inline constexpr __nv_fp8_interpretation_t kFp8Interpretation =
 
 /// Converts `value` to `To`, rounding to nearest-even once. Conversions to fp8 saturate to the
 /// largest finite value (NaN stays NaN). Any pair not listed falls back to `static_cast`.
+/// (PyTorch's `.to(torch.float8_e4m3fn)` up to 2.11 gives NaN beyond +-464 and for +-inf, and
+/// `.to(torch.float8_e5m2)` gives +-inf from +-61440 on; they agree with this within the fp8 range,
+/// so always for bounded activations such as HardSigmoid, ReLU6 and HardTanh.)
 template <class To, class From>
 __host__ __device__ inline To convert(From value) {
   if constexpr (cuda::std::is_same_v<To, From>) {
