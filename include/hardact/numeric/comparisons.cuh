@@ -3,7 +3,11 @@
 ///        is the same on host and device and does not depend on fminf/fmaxf or compiler flags.
 #pragma once
 
+#include <cuda/std/bit>
 #include <cuda/std/cmath>
+#include <cuda/std/cstdint>
+#include <cuda/std/limits>
+#include <cuda/std/type_traits>
 
 namespace hardact {
 namespace detail {
@@ -20,13 +24,23 @@ __host__ __device__ inline C min_keep_nan(C a, C b) {
   return (b < a) ? b : a;
 }
 
+/// Rank of a non-NaN float or double in IEEE total order (-0.0 just below +0.0), from its bits.
+/// Comparisons compiled with flush-to-zero call every subnormal equal to 0; this rank does not.
+template <class C>
+__host__ __device__ inline auto total_order_rank(C x) {
+  using Rank = cuda::std::conditional_t<sizeof(C) == 8, cuda::std::int64_t, cuda::std::int32_t>;
+  const Rank bits = cuda::std::bit_cast<Rank>(x);
+  // Negative values: flip the magnitude bits, so a larger magnitude ranks lower.
+  return bits < 0 ? static_cast<Rank>(bits ^ cuda::std::numeric_limits<Rank>::max()) : bits;
+}
+
 /// max that orders -0.0 below +0.0, like the device's max instruction (and so PyTorch's clamp).
-/// The equal case is decided on the sign bit, which no flush-to-zero mode rewrites.
+/// The equal case (signed zeros, or subnormals under flush-to-zero) is decided on the bits.
 template <class C>
 __host__ __device__ inline C max_ordered_zeros(C x, C bound) {
   if (x < bound) return bound;
   if (bound < x) return x;
-  return cuda::std::signbit(x) ? bound : x;
+  return total_order_rank(x) < total_order_rank(bound) ? bound : x;
 }
 
 /// min that orders -0.0 below +0.0; see max_ordered_zeros.
@@ -34,7 +48,7 @@ template <class C>
 __host__ __device__ inline C min_ordered_zeros(C x, C bound) {
   if (bound < x) return bound;
   if (x < bound) return x;
-  return cuda::std::signbit(x) ? x : bound;
+  return total_order_rank(bound) < total_order_rank(x) ? bound : x;
 }
 
 /// PyTorch's clamp for a non-NaN `x` and bounds with lo <= hi: max first, then min.

@@ -2,6 +2,7 @@
 /// @brief HardTanh policy.
 #pragma once
 
+#include <hardact/numeric/arithmetic.cuh>
 #include <hardact/numeric/comparisons.cuh>
 #include <hardact/numeric/conversions.cuh>
 
@@ -14,7 +15,8 @@ namespace hardact {
 /// - The bounds are converted to the compute type (float for float/half/bfloat16, double for
 ///   double) and applied there, then the result is rounded once, as PyTorch does.
 /// - NaN is returned unchanged (payload kept); -0.0 and subnormals pass through; at a bound of
-///   exactly 0, -0.0 becomes +0.0 (the device max instruction orders -0.0 below +0.0).
+///   exactly 0, -0.0 becomes +0.0 (the device max instruction orders -0.0 below +0.0). Subnormal
+///   inputs and bounds are kept under -use_fast_math too.
 /// - Launchers reject min_val > max_val or a NaN bound with cudaErrorInvalidValue (is_valid()).
 struct HardTanh {
   double min_val = -1.0;  ///< lower bound
@@ -28,7 +30,8 @@ struct HardTanh {
     using C = compute_t<T>;
     const C value = to_compute(x);
     if (detail::is_nan(value)) return x;
-    return from_compute<T>(detail::clamp_ordered_zeros(value, static_cast<C>(min_val), static_cast<C>(max_val)));
+    return from_compute<T>(
+        detail::clamp_ordered_zeros(value, detail::parameter_as<C>(min_val), detail::parameter_as<C>(max_val)));
   }
 };
 
