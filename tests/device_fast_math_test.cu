@@ -1,0 +1,117 @@
+// HardSigmoid and HardTanh compiled with --use_fast_math (tests/CMakeLists.txt adds it to every
+// *fast_math* test): flush-to-zero, approximate division and FMA contraction are on for this
+// file's device code, and results must still equal the IEEE host reference bit for bit.
+// Inputs concentrate where the flags bite: every float subnormal pattern (both signs), every
+// half and bfloat16 pattern (bfloat16 subnormals are float subnormals), subnormal bounds.
+#include "support/device.hpp"
+#include "support/reference.hpp"
+#include "support/transform_check.hpp"
+
+#include <hardact/hardact.cuh>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+using namespace hardact_test;
+
+/// a * b in this file's device code: with flush-to-zero a subnormal product comes out as 0.
+__global__ void multiply(float a, float b, float* product) { *product = a * b; }
+
+// Guards against a vacuous pass: the flags must really be on in this translation unit.
+TEST(DeviceFastMath, FlushToZeroIsActiveInThisFile) {
+  HARDACT_REQUIRE_DEVICE();
+  GuardedBuffer<float> product(1);
+  HARDACT_ASSERT_CUDA(product.status());
+  multiply<<<1, 1>>>(1e-20f, 1e-20f, product.data());
+  HARDACT_ASSERT_CUDA(cudaGetLastError());
+  HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
+  std::vector<float> result;
+  HARDACT_ASSERT_CUDA(product.download(result));
+  EXPECT_EQ(to_bits(result[0]), 0u) << "1e-20f * 1e-20f gave " << describe(result[0])
+                                     << ": this file is not compiled with --use_fast_math, so it proves nothing";
+}
+
+/// Float inputs: every subnormal pattern of both signs (a stride of them in quick mode), the
+/// special values and random values with bounds as extra points.
+std::vector<float> float_inputs() {
+  std::vector<float> inputs = special_values<float>({1e-40, -1e-40, 1e-45, -1e-45});
+  const std::uint32_t stride = quick_mode() ? 257 : 1;
+  for (std::uint32_t magnitude = 1; magnitude <= 0x007fffffu; magnitude += stride) {
+    inputs.push_back(from_bits<float>(magnitude));
+    inputs.push_back(from_bits<float>(magnitude | 0x80000000u));
+  }
+  const std::vector<float> random = device_inputs<float>(1 << 16, 9100, {1e-40, -1e-40});
+  inputs.insert(inputs.end(), random.begin(), random.end());
+  for (float& value : inputs)
+    if (is_poison(value)) value = 0.5f;
+  return inputs;
+}
+
+/// Every one of the 65,536 patterns but the poison pattern (the output check needs it absent).
+template <class T>
+std::vector<T> all_patterns() {
+  std::vector<T> inputs;
+  for (std::uint32_t bits = 0; bits < (1u << 16); ++bits) {
+    const T value = from_bits<T>(static_cast<std::uint16_t>(bits));
+    if (!is_poison(value)) inputs.push_back(value);
+  }
+  return inputs;
+}
+
+template <class T>
+std::vector<T> fast_math_inputs() {
+  if constexpr (std::is_same_v<T, float>) {
+    return float_inputs();
+  } else {
+    return all_patterns<T>();
+  }
+}
+
+struct TypeNames {
+  template <class T>
+  static std::string GetName(int) {
+    return type_name<T>();
+  }
+};
+
+template <class T>
+class DeviceFastMathPolicy : public ::testing::Test {};
+using FloatComputedTypes = ::testing::Types<float, __half, __nv_bfloat16>;
+TYPED_TEST_SUITE(DeviceFastMathPolicy, FloatComputedTypes, TypeNames);
+
+TYPED_TEST(DeviceFastMathPolicy, HardSigmoidIsBitExact) {
+  HARDACT_REQUIRE_DEVICE();
+  using T = TypeParam;
+  const std::vector<T> inputs = fast_math_inputs<T>();
+  TransformRig<T> rig(inputs.size(), 3);
+  ASSERT_EQ(rig.status(), cudaSuccess) << cudaGetErrorName(rig.status());
+  EXPECT_TRUE((rig.template run<0>(hardact::HardSigmoid{}, reference::HardSigmoid{}, NanBits::Any, inputs, 0, 0, false)));
+  EXPECT_TRUE((rig.template run<1>(hardact::HardSigmoid{}, reference::HardSigmoid{}, NanBits::Any, inputs, 1, 3, false)));
+}
+
+// Zero and signed-zero bounds (where -0.0 must turn into +0.0 or stay), and bounds that are
+// subnormal in float (a flush-to-zero conversion or comparison would turn them into 0).
+TYPED_TEST(DeviceFastMathPolicy, HardTanhIsBitExact) {
+  HARDACT_REQUIRE_DEVICE();
+  using T = TypeParam;
+  const reference::HardTanh bound_sets[] = {
+      {-1.0, 1.0},    {0.0, 6.0},      {-0.0, 0.0},      {-6.0, -0.0},
+      {0.0, 1e-40},   {-1e-40, 1e-40}, {-1e-40, -1e-45}, {1e-45, 1e-38},
+  };
+  const std::vector<T> inputs = fast_math_inputs<T>();
+  TransformRig<T> rig(inputs.size(), 3);
+  ASSERT_EQ(rig.status(), cudaSuccess) << cudaGetErrorName(rig.status());
+  for (const reference::HardTanh& bounds : bound_sets) {
+    const hardact::HardTanh op{bounds.min_val, bounds.max_val};
+    EXPECT_TRUE((rig.template run<0>(op, bounds, NanBits::Exact, inputs, 0, 0, false)))
+        << "HardTanh{" << bounds.min_val << ", " << bounds.max_val << "}";
+    EXPECT_TRUE((rig.template run<1>(op, bounds, NanBits::Exact, inputs, 3, 3, true)))
+        << "HardTanh{" << bounds.min_val << ", " << bounds.max_val << "} in place";
+  }
+}
+
+}  // namespace
