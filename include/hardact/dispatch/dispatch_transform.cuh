@@ -188,7 +188,11 @@ template <int Width, class Op, class TOut, class... TIn>
 cudaError_t launch_widest_aligned(const Op& op, std::size_t n, const DeviceProperties& device, cudaStream_t stream,
                                   TOut* out, const TIn*... in) {
   if constexpr (Width == 1) {
-    return launch_transform<1>(op, n, 0, device, stream, out, in...);
+    // Any head is valid for single elements; whole lines still save sectors (measured: x + 1 at
+    // width 1 ran at 0.86 of the copy rate without it), so line up every pointer, or the output.
+    int head = common_head<LineAlignment>(static_cast<const TOut*>(out), in...);
+    if (head < 0) head = head_to_alignment<LineAlignment>(static_cast<const TOut*>(out));
+    return launch_transform<1>(op, n, head < 0 ? 0 : static_cast<std::size_t>(head), device, stream, out, in...);
   } else {
     const int head = aligned_head<Width>(static_cast<const TOut*>(out), in...);
     if (head >= 0) return launch_transform<Width>(op, n, static_cast<std::size_t>(head), device, stream, out, in...);
