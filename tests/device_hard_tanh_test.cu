@@ -91,10 +91,13 @@ TYPED_TEST(DeviceHardTanh, BadInputsReturnInvalidValueAndWriteNothing) {
 
 // hardtanh(in, out, n, min_val, max_val) is transform(HardTanh{min_val, max_val}) with the
 // automatic width; invalid bounds are rejected there too.
-TYPED_TEST(DeviceHardTanh, ConvenienceLauncher) {
+template <class C>
+class DeviceHardTanhShorthand : public ::testing::Test {};
+TYPED_TEST_SUITE(DeviceHardTanhShorthand, AutoWidthCases, CaseNames);
+
+TYPED_TEST(DeviceHardTanhShorthand, ConvenienceLauncher) {
   HARDACT_REQUIRE_DEVICE();
   using T = typename TypeParam::Element;
-  if (TypeParam::kVecWidth != 0) GTEST_SKIP() << "hardtanh() has no width parameter; covered by the _auto case";
   const std::size_t n = 5003;
   GuardedBuffer<T> in(n, 1), out(n, 2);
   ASSERT_EQ(in.status(), cudaSuccess);

@@ -165,6 +165,9 @@ using AllCases = ::testing::Types<Case<float, 0>, Case<float, 1>, Case<float, 2>
                                   Case<__nv_bfloat16, 0>, Case<__nv_bfloat16, 1>, Case<__nv_bfloat16, 2>,
                                   Case<__nv_bfloat16, 4>, Case<__nv_bfloat16, 8>>;
 
+/// One case per element type at the automatic width: for launchers that take no width.
+using AutoWidthCases = ::testing::Types<Case<float, 0>, Case<double, 0>, Case<__half, 0>, Case<__nv_bfloat16, 0>>;
+
 struct CaseNames {
   template <class C>
   static std::string GetName(int) {

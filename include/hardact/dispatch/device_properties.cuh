@@ -14,14 +14,12 @@
 namespace hardact {
 namespace detail {
 
+/// What a launch needs to know about its device: the grid limit (one tile per block up to it).
 struct DeviceProperties {
-  int multiprocessor_count = 0;
   int max_grid_dim_x = 0;
 };
 
 inline cudaError_t query_device_properties(int device, DeviceProperties& properties) {
-  cudaError_t status = cudaDeviceGetAttribute(&properties.multiprocessor_count, cudaDevAttrMultiProcessorCount, device);
-  if (status != cudaSuccess) return status;
   return cudaDeviceGetAttribute(&properties.max_grid_dim_x, cudaDevAttrMaxGridDimX, device);
 }
 

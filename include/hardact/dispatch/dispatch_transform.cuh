@@ -35,25 +35,22 @@ struct VectorWidth {
   static constexpr int value = Requested == 0 ? automatic : Requested;
 };
 
-/// A block shape: threads per block, and bytes of the widest stream each thread moves per tile.
-template <int Threads, int BytesPerThread>
-struct BlockShape {
-  static constexpr int threads = Threads;
-  /// Vectors per thread that make up BytesPerThread (at least one).
-  template <int Width, class... T>
-  static constexpr int vectors_per_thread =
-      Width * kMaxElementSize<T...> >= BytesPerThread ? 1
-                                                      : static_cast<int>(BytesPerThread / (Width * kMaxElementSize<T...>));
-};
+/// Threads per block.
+inline constexpr int kBlockThreads = 256;
 
-/// Measured on the H100 (docs/PERFORMANCE.md): 512 threads moving 32 bytes each held >= 0.994 of
-/// the copy rate for every op, dtype and width tried, in place too, where 16 bytes per thread lost
-/// up to 25% on ops with long latency (double division, narrow widths).
-using StreamingShape = BlockShape<512, 32>;
-/// Arrays too small to fill the SMs twice with StreamingShape blocks: smaller blocks, one 16-byte
-/// access per thread, so the work spreads over more SMs.
-using SmallArrayShape = BlockShape<256, 16>;
-inline constexpr int kStreamingWaves = 2;
+/// Bytes of the widest stream each thread moves: one 16-byte access, two for 8-byte elements.
+/// Measured on the H100 (docs/TUNING.md): 256 threads x 16 bytes was the best all-round shape for
+/// one- and two-input float ops, in place and out of place; doubles need the second access to
+/// hide the latency of IEEE division.
+template <class... T>
+inline constexpr int kBytesPerThread = kMaxElementSize<T...> >= 8 ? 32 : 16;
+
+/// Vectors per thread that make up kBytesPerThread (at least one).
+template <int Width, class... T>
+inline constexpr int kVectorsPerThread =
+    Width * kMaxElementSize<T...> >= static_cast<std::size_t>(kBytesPerThread<T...>)
+        ? 1
+        : static_cast<int>(kBytesPerThread<T...> / (Width * kMaxElementSize<T...>));
 
 /// Policies with run-time parameters may define `bool is_valid() const`; others are always valid.
 template <class Op, class = void>
@@ -142,12 +139,17 @@ int aligned_head(const T*... pointers) {
   return common_head<VectorAlignment<Width>>(pointers...);
 }
 
-/// Launches transform_kernel in block shape `Shape` over `range` (head and vectors already cut).
-template <class Shape, int Width, class Op, class TOut, class... TIn>
-cudaError_t launch_in_shape(const Op& op, TransformRange range, const DeviceProperties& device, cudaStream_t stream,
-                            TOut* out, const TIn*... in) {
-  constexpr int kPerThread = Shape::template vectors_per_thread<Width, TOut, TIn...>;
-  constexpr std::size_t kTileVectors = static_cast<std::size_t>(Shape::threads) * kPerThread;
+/// Cuts [0, n) into head, vectors and tail, sizes the grid and launches.
+template <int Width, class Op, class TOut, class... TIn>
+cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, const DeviceProperties& device,
+                             cudaStream_t stream, TOut* out, const TIn*... in) {
+  constexpr int kPerThread = kVectorsPerThread<Width, TOut, TIn...>;
+  constexpr std::size_t kTileVectors = static_cast<std::size_t>(kBlockThreads) * kPerThread;
+
+  TransformRange range{};
+  range.n = n;
+  range.head = head < n ? head : n;
+  range.num_vectors = (n - range.head) / Width;
   range.num_tiles = (range.num_vectors + kTileVectors - 1) / kTileVectors;
 
   // One tile per block (a single pass of short-lived blocks measured faster than a grid-stride
@@ -157,29 +159,11 @@ cudaError_t launch_in_shape(const Op& op, TransformRange range, const DeviceProp
 
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned int>(blocks));
-  config.blockDim = dim3(Shape::threads);
+  config.blockDim = dim3(kBlockThreads);
   config.dynamicSmemBytes = 0;
   config.stream = stream;
-  return cudaLaunchKernelEx(&config, transform_kernel<Shape::threads, Width, kPerThread, Op, TOut, TIn...>, op, range,
+  return cudaLaunchKernelEx(&config, transform_kernel<kBlockThreads, Width, kPerThread, Op, TOut, TIn...>, op, range,
                             out, in...);
-}
-
-/// Cuts [0, n) into head, vectors and tail, picks the block shape from the SM count, and launches.
-template <int Width, class Op, class TOut, class... TIn>
-cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, const DeviceProperties& device,
-                             cudaStream_t stream, TOut* out, const TIn*... in) {
-  TransformRange range{};
-  range.n = n;
-  range.head = head < n ? head : n;
-  range.num_vectors = (n - range.head) / Width;
-
-  constexpr std::size_t kStreamingTileVectors =
-      static_cast<std::size_t>(StreamingShape::threads) * StreamingShape::vectors_per_thread<Width, TOut, TIn...>;
-  const std::size_t streaming_tiles = (range.num_vectors + kStreamingTileVectors - 1) / kStreamingTileVectors;
-  if (streaming_tiles >= static_cast<std::size_t>(kStreamingWaves) * static_cast<std::size_t>(device.multiprocessor_count)) {
-    return launch_in_shape<StreamingShape, Width>(op, range, device, stream, out, in...);
-  }
-  return launch_in_shape<SmallArrayShape, Width>(op, range, device, stream, out, in...);
 }
 
 /// Tries `Width`, then narrower widths, until one lets every pointer be vector-aligned after a

@@ -54,6 +54,17 @@ __host__ __device__ inline C min_ordered_zeros(C x, C bound) {
 /// PyTorch's clamp for a non-NaN `x` and bounds with lo <= hi: max first, then min.
 template <class C>
 __host__ __device__ inline C clamp_ordered_zeros(C x, C lo, C hi) {
+#ifdef __CUDA_ARCH__
+  if constexpr (cuda::std::is_same_v<C, float>) {
+    // The device's own max/min order -0.0 below +0.0 and, without .ftz (which no compiler flag
+    // adds to inline PTX), keep subnormals: PyTorch's clamp in two instructions. The portable
+    // path below costs ~20 and made bfloat16 HardTanh compute-bound (0.84 of the copy rate).
+    float result;
+    asm("max.f32 %0, %1, %2;" : "=f"(result) : "f"(x), "f"(lo));
+    asm("min.f32 %0, %1, %2;" : "=f"(result) : "f"(result), "f"(hi));
+    return result;
+  }
+#endif
   return min_ordered_zeros(max_ordered_zeros(x, lo), hi);
 }
 
