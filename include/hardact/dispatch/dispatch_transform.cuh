@@ -35,15 +35,25 @@ struct VectorWidth {
   static constexpr int value = Requested == 0 ? automatic : Requested;
 };
 
-/// Threads per block.
-inline constexpr int kBlockThreads = 256;
+// Tuning knobs, for measuring other block shapes with hardact_bench (see docs/TUNING.md); the
+// defaults are the measured choice. Define them before including hardact, the same in every
+// translation unit.
+#ifndef HARDACT_BLOCK_THREADS
+#define HARDACT_BLOCK_THREADS 1024
+#endif
+#ifndef HARDACT_BYTES_PER_THREAD
+#define HARDACT_BYTES_PER_THREAD 16
+#endif
 
-/// Bytes of the widest stream each thread moves: one 16-byte access, two for 8-byte elements.
-/// Measured on the H100 (docs/TUNING.md): 256 threads x 16 bytes was the best all-round shape for
-/// one- and two-input float ops, in place and out of place; doubles need the second access to
-/// hide the latency of IEEE division.
+/// Threads per block and bytes of the widest stream per thread. Measured on the H100
+/// (docs/TUNING.md): 1024 threads x one 16-byte access led every float, bfloat16, two-input and
+/// float->bfloat16 row of hardact_bench. 8-byte elements keep 256 threads x 32 bytes: IEEE double
+/// division needs the second access in flight (0.72 of the copy rate at 1024 x 32, 0.93 at 256 x 16).
 template <class... T>
-inline constexpr int kBytesPerThread = kMaxElementSize<T...> >= 8 ? 32 : 16;
+inline constexpr int kBlockThreads = kMaxElementSize<T...> >= 8 ? 256 : HARDACT_BLOCK_THREADS;
+template <class... T>
+inline constexpr int kBytesPerThread =
+    kMaxElementSize<T...> >= 8 && HARDACT_BYTES_PER_THREAD < 32 ? 32 : HARDACT_BYTES_PER_THREAD;
 
 /// Vectors per thread that make up kBytesPerThread (at least one).
 template <int Width, class... T>
@@ -143,8 +153,9 @@ int aligned_head(const T*... pointers) {
 template <int Width, class Op, class TOut, class... TIn>
 cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, const DeviceProperties& device,
                              cudaStream_t stream, TOut* out, const TIn*... in) {
+  constexpr int kThreads = kBlockThreads<TOut, TIn...>;
   constexpr int kPerThread = kVectorsPerThread<Width, TOut, TIn...>;
-  constexpr std::size_t kTileVectors = static_cast<std::size_t>(kBlockThreads) * kPerThread;
+  constexpr std::size_t kTileVectors = static_cast<std::size_t>(kThreads) * kPerThread;
 
   TransformRange range{};
   range.n = n;
@@ -159,10 +170,10 @@ cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, cons
 
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned int>(blocks));
-  config.blockDim = dim3(kBlockThreads);
+  config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = 0;
   config.stream = stream;
-  return cudaLaunchKernelEx(&config, transform_kernel<kBlockThreads, Width, kPerThread, Op, TOut, TIn...>, op, range,
+  return cudaLaunchKernelEx(&config, transform_kernel<kThreads, Width, kPerThread, Op, TOut, TIn...>, op, range,
                             out, in...);
 }
 
