@@ -19,16 +19,9 @@ namespace {
 using namespace hardact_test;
 using family::on_elements;
 
-struct TypeNames {
-  template <class T>
-  static std::string GetName(int) {
-    return type_name<T>();
-  }
-};
 
 template <class T>
 class DeviceFamilyBackward : public ::testing::Test {};
-using ElementTypes = ::testing::Types<float, double, __half, __nv_bfloat16>;
 TYPED_TEST_SUITE(DeviceFamilyBackward, ElementTypes, TypeNames);
 
 TYPED_TEST(DeviceFamilyBackward, HardSigmoidBackward) {

@@ -71,12 +71,6 @@ std::vector<T> fast_math_inputs() {
   }
 }
 
-struct TypeNames {
-  template <class T>
-  static std::string GetName(int) {
-    return type_name<T>();
-  }
-};
 
 template <class T>
 class DeviceFastMathPolicy : public ::testing::Test {};

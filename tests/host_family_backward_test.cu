@@ -21,12 +21,6 @@ namespace {
 using namespace hardact_test;
 using family::on_elements;
 
-struct TypeNames {
-  template <class T>
-  static std::string GetName(int) {
-    return type_name<T>();
-  }
-};
 
 /// Grads that exercise the product: ordinary, negative, inexact, subnormal, signed zero, inf, NaN.
 template <class T>
@@ -63,7 +57,6 @@ template <class T, class Op, class Reference>
 
 template <class T>
 class HostFamilyBackward : public ::testing::Test {};
-using ElementTypes = ::testing::Types<float, double, __half, __nv_bfloat16>;
 TYPED_TEST_SUITE(HostFamilyBackward, ElementTypes, TypeNames);
 
 TYPED_TEST(HostFamilyBackward, HardSigmoidBackwardMatchesReference) {

@@ -20,12 +20,6 @@ namespace {
 using namespace hardact_test;
 using family::on_elements;
 
-struct TypeNames {
-  template <class T>
-  static std::string GetName(int) {
-    return type_name<T>();
-  }
-};
 
 template <class T>
 std::vector<T> inputs_for() {
@@ -52,7 +46,6 @@ template <class T, class Op, class Reference>
 
 template <class T>
 class HostFamilyChain : public ::testing::Test {};
-using ElementTypes = ::testing::Types<float, double, __half, __nv_bfloat16>;
 TYPED_TEST_SUITE(HostFamilyChain, ElementTypes, TypeNames);
 
 // scale -> clamp -> offset, the issue's example of a chain PyTorch needs three kernels for.

@@ -21,12 +21,6 @@ namespace {
 using namespace hardact_test;
 using family::on_elements;
 
-struct TypeNames {
-  template <class T>
-  static std::string GetName(int) {
-    return type_name<T>();
-  }
-};
 
 /// Every 16-bit pattern for half and bfloat16; special and 2^20 random values for float and double.
 template <class T>
@@ -54,7 +48,6 @@ template <class T, class Op, class Reference>
 
 template <class T>
 class HostFamilyPolicies : public ::testing::Test {};
-using ElementTypes = ::testing::Types<float, double, __half, __nv_bfloat16>;
 TYPED_TEST_SUITE(HostFamilyPolicies, ElementTypes, TypeNames);
 
 TYPED_TEST(HostFamilyPolicies, ReLU6MatchesReference) {

@@ -22,12 +22,6 @@ namespace {
 
 using namespace hardact_test;
 
-struct TypeNames {
-  template <class T>
-  static std::string GetName(int) {
-    return type_name<T>();
-  }
-};
 
 struct Bounds {
   double min_val, max_val;
@@ -60,7 +54,6 @@ std::vector<T> inputs_for(const Bounds& bounds) {
 
 template <class T>
 class HostHardTanh : public ::testing::Test {};
-using ElementTypes = ::testing::Types<float, double, __half, __nv_bfloat16>;
 TYPED_TEST_SUITE(HostHardTanh, ElementTypes, TypeNames);
 
 TYPED_TEST(HostHardTanh, MatchesReferenceForEveryBoundSet) {

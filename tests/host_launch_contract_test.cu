@@ -87,13 +87,6 @@ static_assert(std::is_default_constructible_v<HardSigmoid> && std::is_default_co
 
 // ---- Run time: rejected calls. ----
 
-struct TypeNames {
-  template <class T>
-  static std::string GetName(int) {
-    return hardact_test::type_name<T>();
-  }
-};
-
 /// Host storage standing in for device memory: aligned for every type, never dereferenced.
 struct FakeDeviceMemory {
   alignas(256) unsigned char bytes[4096];
@@ -110,8 +103,7 @@ class HostLaunchContract : public ::testing::Test {
   T* in() { return memory_.at<T>(0); }
   T* out() { return memory_.at<T>(2048); }
 };
-using ElementTypes = ::testing::Types<float, double, __half, __nv_bfloat16>;
-TYPED_TEST_SUITE(HostLaunchContract, ElementTypes, TypeNames);
+TYPED_TEST_SUITE(HostLaunchContract, hardact_test::ElementTypes, hardact_test::TypeNames);
 
 TYPED_TEST(HostLaunchContract, ZeroElementsSucceedsWithoutLookingAtPointers) {
   using T = TypeParam;

@@ -7,6 +7,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstddef>
@@ -61,6 +62,17 @@ std::string type_name() {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) return "bfloat16";
   return "unknown";
 }
+
+/// The four element types every policy supports, for typed test suites.
+using ElementTypes = ::testing::Types<float, double, __half, __nv_bfloat16>;
+
+/// Names typed-test instances after their element type ("float", "double", "half", "bfloat16").
+struct TypeNames {
+  template <class T>
+  static std::string GetName(int) {
+    return type_name<T>();
+  }
+};
 
 /// `value` rounded to nearest-even in T (host conversions, no flush-to-zero).
 template <class T>
