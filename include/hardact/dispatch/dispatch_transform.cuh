@@ -48,7 +48,8 @@ struct VectorWidth {
 /// Threads per block and bytes of the widest stream per thread. Measured on the H100
 /// (docs/TUNING.md): 1024 threads x one 16-byte access led every float, bfloat16, two-input and
 /// float->bfloat16 row of hardact_bench. 8-byte elements keep 256 threads x 32 bytes: IEEE double
-/// division needs the second access in flight (0.72 of the copy rate at 1024 x 32, 0.93 at 256 x 16).
+/// division needs the second access in flight (0.72-0.89 of the copy rate in 1024-thread blocks,
+/// 0.93 at 256 x 16).
 template <class... T>
 inline constexpr int kBlockThreads = kMaxElementSize<T...> >= 8 ? 256 : HARDACT_BLOCK_THREADS;
 template <class... T>
