@@ -37,13 +37,7 @@ std::vector<T> inputs_for() {
 
 template <class T, class Op, class Reference>
 ::testing::AssertionResult matches(const Op& op, const Reference& reference) {
-  const std::vector<T> inputs = inputs_for<T>();
-  std::vector<T> outputs, expected;
-  for (const T x : inputs) {
-    outputs.push_back(op(x));
-    expected.push_back(reference(x));
-  }
-  return family::all_match(inputs, outputs, expected);
+  return family::host_matches(op, reference, inputs_for<T>());
 }
 
 template <class T>

@@ -30,13 +30,9 @@ same bits (so -0.0 and +0.0 differ). Exit status: 0 all matched, 1 a mismatch, 2
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
-import os
 import pathlib
-import subprocess
 import sys
-import sysconfig
 import time
 
 import torch
@@ -60,59 +56,8 @@ HARDTANH_BOUNDS = [(-1.0, 1.0), (0.0, 6.0), (-0.3, 0.7), (-2.5, -0.5), (0.5, 0.5
 
 # ---- building the extension ----------------------------------------------------------------------
 
-def _build_with_nvcc(verbose: bool):
-    """One nvcc command, for machines without ninja (as hardact_torch.py does for its extension)."""
-    from torch.utils import cpp_extension
-
-    if cpp_extension.CUDA_HOME is None:
-        raise RuntimeError("no CUDA toolkit found (set CUDA_HOME); nvcc is needed to build the extension")
-    include_dir = ha._include_dir()
-    arch = ha._arch_flags()
-    tag = f"torch{torch.__version__}-" + "-".join(flag.rsplit("sm_", 1)[1] for flag in arch)
-    build_dir = pathlib.Path(os.environ.get("HARDACT_TORCH_BUILD_DIR", pathlib.Path.home() / ".cache" / "hardact_torch"))
-    build_dir = build_dir / tag
-    build_dir.mkdir(parents=True, exist_ok=True)
-    library = build_dir / (_EXTENSION_NAME + sysconfig.get_config_var("EXT_SUFFIX"))
-    inputs = [_SOURCE, *include_dir.rglob("*.cuh")]
-    if not library.exists() or library.stat().st_mtime < max(path.stat().st_mtime for path in inputs):
-        library_dirs = cpp_extension.library_paths("cuda")
-        command = [
-            os.path.join(cpp_extension.CUDA_HOME, "bin", "nvcc"),
-            "-shared", "-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-cudart", "shared",
-            *ha._TORCH_NVCC_DEFINES,
-            f"-DTORCH_EXTENSION_NAME={_EXTENSION_NAME}", "-DTORCH_API_INCLUDE_EXTENSION_H",
-            f"-I{include_dir}",
-            *[arg for path in [*cpp_extension.include_paths("cuda"), sysconfig.get_path("include")]
-              for arg in ("-isystem", path)],
-            *arch,
-            str(_SOURCE),
-            "-o", str(library) + ".partial",
-            *[f"-L{path}" for path in library_dirs],
-            *[f"-Xlinker=-rpath,{path}" for path in library_dirs],
-            "-lc10", "-lc10_cuda", "-ltorch_cpu", "-ltorch_cuda", "-ltorch", "-ltorch_python",
-        ]
-        if verbose:
-            print("building with", " ".join(command), file=sys.stderr)
-        subprocess.run(command, check=True)
-        os.replace(str(library) + ".partial", library)
-    spec = importlib.util.spec_from_file_location(_EXTENSION_NAME, library)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def load_family_extension(verbose: bool = False):
-    from torch.utils import cpp_extension
-
-    if cpp_extension.is_ninja_available() and not os.environ.get("HARDACT_TORCH_NO_NINJA"):
-        return cpp_extension.load(
-            name=_EXTENSION_NAME,
-            sources=[str(_SOURCE)],
-            extra_include_paths=[str(ha._include_dir())],
-            extra_cuda_cflags=["-O3", *ha._arch_flags()],
-            verbose=verbose,
-        )
-    return _build_with_nvcc(verbose)
+    return ha.build_extension(_EXTENSION_NAME, _SOURCE, verbose)
 
 
 # ---- comparison and data -------------------------------------------------------------------------

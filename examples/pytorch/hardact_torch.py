@@ -34,6 +34,7 @@ from torch import nn
 
 __all__ = [
     "SUPPORTED_DTYPES",
+    "build_extension",
     "load_extension",
     "hardsigmoid",
     "hardsigmoid_",
@@ -77,8 +78,8 @@ def _arch_flags() -> list[str]:
     return [f"-gencode=arch=compute_{major}{minor},code=sm_{major}{minor}" for major, minor in capabilities]
 
 
-def _build_with_nvcc(verbose: bool):
-    """Builds and imports the extension with one nvcc command, for machines without ninja."""
+def _build_with_nvcc(name: str, source: pathlib.Path, verbose: bool):
+    """Builds and imports extension `name` from `source` with one nvcc command, for machines without ninja."""
     from torch.utils import cpp_extension
 
     if cpp_extension.CUDA_HOME is None:
@@ -90,21 +91,21 @@ def _build_with_nvcc(verbose: bool):
         os.environ.get("HARDACT_TORCH_BUILD_DIR", pathlib.Path.home() / ".cache" / "hardact_torch" / tag)
     )
     build_dir.mkdir(parents=True, exist_ok=True)
-    library = build_dir / (_EXTENSION_NAME + sysconfig.get_config_var("EXT_SUFFIX"))
+    library = build_dir / (name + sysconfig.get_config_var("EXT_SUFFIX"))
 
-    inputs = [_SOURCE, *include_dir.rglob("*.cuh")]
+    inputs = [source, *include_dir.rglob("*.cuh")]
     if not library.exists() or library.stat().st_mtime < max(path.stat().st_mtime for path in inputs):
         library_dirs = cpp_extension.library_paths("cuda")
         command = [
             os.path.join(cpp_extension.CUDA_HOME, "bin", "nvcc"),
             "-shared", "-O3", "-std=c++17", "-Xcompiler", "-fPIC", "-cudart", "shared",
             *_TORCH_NVCC_DEFINES,
-            f"-DTORCH_EXTENSION_NAME={_EXTENSION_NAME}", "-DTORCH_API_INCLUDE_EXTENSION_H",
+            f"-DTORCH_EXTENSION_NAME={name}", "-DTORCH_API_INCLUDE_EXTENSION_H",
             f"-I{include_dir}",
             *[arg for path in [*cpp_extension.include_paths("cuda"), sysconfig.get_path("include")]
               for arg in ("-isystem", path)],
             *arch,
-            str(_SOURCE),
+            str(source),
             "-o", str(library) + ".partial",
             *[f"-L{path}" for path in library_dirs],
             *[f"-Xlinker=-rpath,{path}" for path in library_dirs],
@@ -115,29 +116,34 @@ def _build_with_nvcc(verbose: bool):
         subprocess.run(command, check=True)
         os.replace(str(library) + ".partial", library)  # a half-written library is never imported
 
-    spec = importlib.util.spec_from_file_location(_EXTENSION_NAME, library)
+    spec = importlib.util.spec_from_file_location(name, library)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def build_extension(name: str, source: pathlib.Path, verbose: bool = False):
+    """Compiles `source` against hardact's headers (cached on disk) and returns the module:
+    through torch.utils.cpp_extension.load when ninja is there, else with one nvcc command."""
+    from torch.utils import cpp_extension
+
+    if cpp_extension.is_ninja_available() and not os.environ.get("HARDACT_TORCH_NO_NINJA"):
+        return cpp_extension.load(
+            name=name,
+            sources=[str(source)],
+            extra_include_paths=[str(_include_dir())],
+            # Our own -gencode flags: torch then adds none, and builds only for the visible GPUs.
+            extra_cuda_cflags=["-O3", *_arch_flags()],
+            verbose=verbose,
+        )
+    return _build_with_nvcc(name, source, verbose)
 
 
 def load_extension(verbose: bool = False):
     """Compiles (first call only, cached on disk afterwards) and returns the extension module."""
     global _extension
     if _extension is None:
-        from torch.utils import cpp_extension
-
-        if cpp_extension.is_ninja_available() and not os.environ.get("HARDACT_TORCH_NO_NINJA"):
-            _extension = cpp_extension.load(
-                name=_EXTENSION_NAME,
-                sources=[str(_SOURCE)],
-                extra_include_paths=[str(_include_dir())],
-                # Our own -gencode flags: torch then adds none, and builds only for the visible GPUs.
-                extra_cuda_cflags=["-O3", *_arch_flags()],
-                verbose=verbose,
-            )
-        else:
-            _extension = _build_with_nvcc(verbose)
+        _extension = build_extension(_EXTENSION_NAME, _SOURCE, verbose)
     return _extension
 
 

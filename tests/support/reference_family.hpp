@@ -359,6 +359,17 @@ template <class TIn, class TOut>
   return failure << "\n  " << mismatches << " of " << expected.size() << " elements differ";
 }
 
+/// Compares op(x) with reference(x) for every x in inputs, evaluated on the host.
+template <class T, class Op, class Reference>
+::testing::AssertionResult host_matches(const Op& op, const Reference& reference, const std::vector<T>& inputs) {
+  std::vector<T> outputs, expected;
+  for (const T x : inputs) {
+    outputs.push_back(op(x));
+    expected.push_back(reference(x));
+  }
+  return all_match(inputs, outputs, expected);
+}
+
 /// All 65,536 bit patterns of a 16-bit type, or all 256 of an 8-bit type.
 template <class T>
 std::vector<T> all_patterns() {
