@@ -295,6 +295,7 @@ void register_dtype(const Options& o) {
 }
 
 void register_activation_benchmarks(const Options& o) {
+  if (o.mode != Mode::separate) return;
   register_dtype<float>(o);
   if (o.sweep == Sweep::full) {
     register_dtype<__half>(o);

@@ -47,10 +47,18 @@ enum class Sweep {
   full,       ///< every dtype, 2^12 .. 2^32 elements plus the reference shape, launch-bound loops
 };
 
+/// How implementations of one case are timed.
+enum class Mode {
+  interleaved,  ///< default: contenders of a case rep by rep in turn, both orders (bench_interleaved.cu)
+  separate,     ///< one Google Benchmark per implementation, one after another
+};
+
 /// Run options, set by main() from --hardact_* flags before any registrar runs.
 struct Options {
+  Mode mode = Mode::interleaved;
   Sweep sweep = Sweep::reference;
-  int repetitions = 5;                 ///< Google Benchmark repetitions; the median is reported
+  int repetitions = 5;                 ///< separate mode: Google Benchmark repetitions; the median is reported
+  int interleaved_reps = 21;           ///< interleaved mode: reps of each contender (alternating orders)
   double max_device_bytes = 40e9;      ///< memory one case may allocate; larger sizes are skipped
 };
 

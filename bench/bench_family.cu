@@ -289,6 +289,7 @@ void register_backward_dtype(const Options& o, std::size_t n, bool with_hardtanh
 /// bfloat16 and double from 2^20 elements on (smaller sizes behave like float's), without
 /// hardtanh_backward (a comparison like hardsigmoid_backward's).
 void register_family_benchmarks(const Options& o) {
+  if (o.mode != Mode::separate) return;
   for (const std::size_t n : bandwidth_sizes(o)) {
     register_backward_dtype<float>(o, n, true);
     if (o.sweep == Sweep::full && n >= (std::size_t{1} << 20)) {

@@ -19,17 +19,24 @@ namespace {
 void print_usage() {
   std::printf(
       "hardact_bench options (besides Google Benchmark's --benchmark_* flags):\n"
-      "  --hardact_sweep=reference  float at the reference shape 4096x393216 only (default)\n"
+      "  --hardact_mode=interleaved (default) each case times its contenders (memcpy, hardact, cub; in\n"
+      "                             the full sweep also hardact's two paths forced) rep by rep in turn,\n"
+      "                             alternating the order; medians, per-order medians and quartiles\n"
+      "  --hardact_mode=separate    one Google Benchmark per implementation (also thrust and\n"
+      "                             hand-written kernels), timed one after another\n"
+      "  --hardact_sweep=reference  the reference shape 4096x393216 (default); interleaved: float,\n"
+      "                             half, bfloat16, double, two-input and float->bfloat16 rows\n"
       "  --hardact_sweep=full       float, half, bfloat16, double; 2^12..2^32 elements and the\n"
-      "                             reference shape; 2^12..2^18 also as time per call in loops of %d\n"
-      "  --hardact_repetitions=N    repetitions per benchmark; their median is reported (default %d)\n"
+      "                             reference shape; small sizes also as time per call in loops of %d\n"
+      "  --hardact_reps=N           interleaved reps per contender (default %d)\n"
+      "  --hardact_repetitions=N    separate mode: repetitions per benchmark; their median is reported (default %d)\n"
       "  --hardact_max_gb=G         device memory a case may use, in GB (default %.0f)\n"
       "The environment variable HARDACT_BENCH_SWEEP=full|reference sets the sweep as well.\n"
       "Each benchmark fixes its iterations and repetitions, so --benchmark_repetitions and\n"
       "--benchmark_min_time have no effect; use --hardact_repetitions.\n"
       "Names: <op>/<dtype>/<implementation>/<placement>/<alignment>/n:<elements>[/calls:%d]\n"
       "  e.g. --benchmark_filter='^hardsigmoid/half/' or '/misaligned/'\n",
-      hardact_bench::kLaunchLoopCalls, hardact_bench::Options{}.repetitions,
+      hardact_bench::kLaunchLoopCalls, hardact_bench::Options{}.interleaved_reps, hardact_bench::Options{}.repetitions,
       hardact_bench::Options{}.max_device_bytes / 1e9, hardact_bench::kLaunchLoopCalls);
 }
 
@@ -64,6 +71,22 @@ bool parse_hardact_flags(int& argc, char** argv, hardact_bench::Options& o, std:
     if (const char* v = value_of("--hardact_sweep=")) {
       if (!parse_sweep(v, o.sweep)) {
         error = std::string("--hardact_sweep must be full or reference, not '") + v + "'";
+        return false;
+      }
+    } else if (const char* v = value_of("--hardact_mode=")) {
+      const std::string mode = v;
+      if (mode == "interleaved") {
+        o.mode = hardact_bench::Mode::interleaved;
+      } else if (mode == "separate") {
+        o.mode = hardact_bench::Mode::separate;
+      } else {
+        error = "--hardact_mode must be interleaved or separate, not '" + mode + "'";
+        return false;
+      }
+    } else if (const char* v = value_of("--hardact_reps=")) {
+      o.interleaved_reps = std::atoi(v);
+      if (o.interleaved_reps < 2) {
+        error = "--hardact_reps must be an integer of at least 2 (one rep in each order)";
         return false;
       }
     } else if (const char* v = value_of("--hardact_repetitions=")) {
@@ -135,7 +158,9 @@ void describe_device(hardact_bench::Options& o) {
   benchmark::AddCustomContext("cub_version", std::to_string(CUB_VERSION));
   benchmark::AddCustomContext("hardact_version", std::to_string(HARDACT_VERSION));
   benchmark::AddCustomContext("hardact_sweep", o.sweep == hardact_bench::Sweep::full ? "full" : "reference");
+  benchmark::AddCustomContext("hardact_mode", o.mode == hardact_bench::Mode::interleaved ? "interleaved" : "separate");
   benchmark::AddCustomContext("hardact_repetitions", std::to_string(o.repetitions));
+  benchmark::AddCustomContext("hardact_reps", std::to_string(o.interleaved_reps));
 }
 
 }  // namespace

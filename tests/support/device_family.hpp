@@ -6,6 +6,7 @@
 
 #include "support/bits.hpp"
 #include "support/device.hpp"
+#include "support/paths.hpp"
 #include "support/reference_family.hpp"
 #include "support/values.hpp"
 
@@ -68,9 +69,9 @@ std::vector<T> device_inputs(std::size_t n, std::uint64_t seed) {
 }
 
 /// Runs out = op(in) on `inputs` at each offset pair, and in place when TIn == TOut; compares every
-/// element with reference(inputs[i]) and checks the guard bands.
+/// element with reference(inputs[i]) and checks the guard bands. On the path in force.
 template <class TIn, class TOut, class Op, class Reference>
-void check_one_input_on(const Op& op, const Reference& reference, const std::vector<TIn>& inputs) {
+void check_one_input_on_path(const Op& op, const Reference& reference, const std::vector<TIn>& inputs) {
   const std::size_t n = inputs.size();
   std::vector<TOut> expected(n);
   for (std::size_t i = 0; i < n; ++i) expected[i] = reference(inputs[i]);
@@ -104,6 +105,17 @@ void check_one_input_on(const Op& op, const Reference& reference, const std::vec
   }
 }
 
+/// check_one_input_on_path on the direct and on the staged path.
+template <class TIn, class TOut, class Op, class Reference>
+void check_one_input_on(const Op& op, const Reference& reference, const std::vector<TIn>& inputs) {
+  for (const TransformPath path : paths_under_test<0>()) {
+    SCOPED_TRACE(path_name(path));
+    const ScopedTransformPath forced(path);
+    check_one_input_on_path<TIn, TOut>(op, reference, inputs);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
 /// check_one_input_on for every size of sweep_sizes(), on device_inputs.
 template <class TIn, class TOut, class Op, class Reference>
 void check_one_input(const Op& op, const Reference& reference) {
@@ -114,10 +126,11 @@ void check_one_input(const Op& op, const Reference& reference) {
 }
 
 /// Runs out = op(a, b) on `a_values` and `b_values` at each offset triple, and in place on a and on
-/// b when the types allow; compares with reference(a[i], b[i]) and checks the guard bands.
+/// b when the types allow; compares with reference(a[i], b[i]) and checks the guard bands. On the
+/// path in force.
 template <class TA, class TB, class TOut, class Op, class Reference>
-void check_two_inputs_on(const Op& op, const Reference& reference, const std::vector<TA>& a_values,
-                         const std::vector<TB>& b_values) {
+void check_two_inputs_on_path(const Op& op, const Reference& reference, const std::vector<TA>& a_values,
+                              const std::vector<TB>& b_values) {
   const std::size_t n = b_values.size();
   ASSERT_EQ(a_values.size(), n);
   std::vector<TOut> expected(n);
@@ -173,6 +186,18 @@ void check_two_inputs_on(const Op& op, const Reference& reference, const std::ve
     HARDACT_ASSERT_CUDA(b.download(outputs));
     ASSERT_TRUE(all_match(b_values, outputs, expected));
     EXPECT_TRUE(b.guards_intact());
+  }
+}
+
+/// check_two_inputs_on_path on the direct and on the staged path.
+template <class TA, class TB, class TOut, class Op, class Reference>
+void check_two_inputs_on(const Op& op, const Reference& reference, const std::vector<TA>& a_values,
+                         const std::vector<TB>& b_values) {
+  for (const TransformPath path : paths_under_test<0>()) {
+    SCOPED_TRACE(path_name(path));
+    const ScopedTransformPath forced(path);
+    check_two_inputs_on_path<TA, TB, TOut>(op, reference, a_values, b_values);
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 

@@ -7,6 +7,7 @@
 #include "support/bits.hpp"
 #include "support/compare.hpp"
 #include "support/device.hpp"
+#include "support/paths.hpp"
 #include "support/values.hpp"
 
 #include <hardact/hardact.cuh>
@@ -82,12 +83,26 @@ class TransformRig {
 
   cudaError_t status() const { return in_.status() != cudaSuccess ? in_.status() : out_.status(); }
 
-  /// transform<VecWidth>(op, in + in_offset, out + out_offset, inputs.size(), stream), or in
-  /// place at out + out_offset, on a freshly poisoned output; then checks everything.
+  /// run_on_path for every path a call at VecWidth can take (both for the automatic width).
   template <int VecWidth, class Op, class Reference>
   ::testing::AssertionResult run(const Op& op, const Reference& reference, NanBits nan, const std::vector<T>& inputs,
                                  std::size_t in_offset, std::size_t out_offset, bool in_place,
                                  cudaStream_t stream = nullptr) {
+    for (const TransformPath path : paths_under_test<VecWidth>()) {
+      const ScopedTransformPath forced(path);
+      ::testing::AssertionResult result =
+          run_on_path<VecWidth>(op, reference, nan, inputs, in_offset, out_offset, in_place, stream);
+      if (!result) return result << " [" << path_name(path) << "]";
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+  /// transform<VecWidth>(op, in + in_offset, out + out_offset, inputs.size(), stream), or in
+  /// place at out + out_offset, on a freshly poisoned output; then checks everything.
+  template <int VecWidth, class Op, class Reference>
+  ::testing::AssertionResult run_on_path(const Op& op, const Reference& reference, NanBits nan,
+                                         const std::vector<T>& inputs, std::size_t in_offset, std::size_t out_offset,
+                                         bool in_place, cudaStream_t stream) {
     const std::size_t n = inputs.size();
     auto failure = [&](const std::string& what) {
       return ::testing::AssertionFailure() << what << " (n=" << n << ", in offset " << in_offset << ", out offset "

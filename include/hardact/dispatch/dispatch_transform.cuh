@@ -1,10 +1,13 @@
 /// @file dispatch_transform.cuh
-/// @brief Validates a transform call, picks the vector width and alignment path, sizes the grid
-///        and launches transform_kernel. Nothing here synchronises or allocates.
+/// @brief Validates a transform call, picks the path (launch_shape.cuh), the vector width and
+///        alignment, sizes the grid and launches direct_transform_kernel or
+///        staged_transform_kernel. Nothing here synchronises or allocates.
 #pragma once
 
 #include <hardact/dispatch/device_properties.cuh>
-#include <hardact/kernel/transform_kernel.cuh>
+#include <hardact/dispatch/launch_shape.cuh>
+#include <hardact/kernel/direct_transform_kernel.cuh>
+#include <hardact/kernel/staged_transform_kernel.cuh>
 
 #include <cuda/std/type_traits>
 #include <cuda_runtime_api.h>
@@ -174,7 +177,7 @@ cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, cons
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = 0;
   config.stream = stream;
-  return cudaLaunchKernelEx(&config, transform_kernel<kThreads, Width, kPerThread, Op, TOut, TIn...>, op, range,
+  return cudaLaunchKernelEx(&config, direct_transform_kernel<kThreads, Width, kPerThread, Op, TOut, TIn...>, op, range,
                             out, in...);
 }
 
@@ -196,6 +199,64 @@ cudaError_t launch_widest_aligned(const Op& op, std::size_t n, const DevicePrope
   }
 }
 
+/// Elements before `pointer` reaches a 16-byte granule boundary, and elements after the last
+/// boundary at or before pointer + n: the ends a bulk copy must leave to plain loads.
+template <class T>
+std::size_t elements_before_granule(const T* pointer) {
+  const std::size_t gap = (kBulkCopyGranule - address_of(pointer) % kBulkCopyGranule) % kBulkCopyGranule;
+  return gap / sizeof(T);
+}
+template <class T>
+std::size_t elements_after_granule(const T* pointer, std::size_t n) {
+  return (address_of(pointer + n) % kBulkCopyGranule) / sizeof(T);
+}
+
+/// Cuts [0, n) for the staged kernel: the staged range begins where the output is on a 128-byte
+/// line (whole sectors for every warp's stores) and every input's granules are inside its array,
+/// and ends on a whole unit before any input's last partial granule.
+template <class Tile, class TOut, class... TIn>
+StagedRange staged_range(std::size_t n, const TOut* out, const TIn*... in) {
+  StagedRange range{n, n, n, 0};
+  std::size_t begin = 0, end = n;
+  ((begin = std::max(begin, elements_before_granule(in))), ...);
+  ((end = std::min(end, n - std::min(n, elements_after_granule(in, n)))), ...);
+  if (begin >= end) return range;
+  constexpr std::size_t kLine = 128;
+  begin += ((kLine - address_of(out + begin) % kLine) % kLine) / sizeof(TOut);
+  if (begin >= end) return range;
+  const std::size_t units = (end - begin) / Tile::kUnit;
+  if (units == 0) return range;
+  range.staged_begin = begin;
+  range.staged_end = begin + units * Tile::kUnit;
+  range.num_tiles = (range.staged_end - begin + Tile::kElements - 1) / Tile::kElements;
+  return range;
+}
+
+/// Launches the staged kernel with `shape` (stages >= 1). A persistent grid: as many blocks as the
+/// shape keeps resident, or one per tile if there are fewer tiles.
+template <int UnitsPerThread, bool StreamingStores, class Op, class TOut, class... TIn>
+cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape, const DeviceProperties& device,
+                          cudaStream_t stream, TOut* out, const TIn*... in) {
+  using Tile = StagedTile<kStagedBlockThreads, UnitsPerThread, TOut, TIn...>;
+  const StagedRange range = staged_range<Tile>(n, static_cast<const TOut*>(out), in...);
+  const std::size_t resident = static_cast<std::size_t>(shape.blocks_per_multiprocessor) *
+                               static_cast<std::size_t>(device.multiprocessor_count > 0 ? device.multiprocessor_count : 1);
+  std::size_t blocks = std::min(range.num_tiles, resident);
+  if (blocks == 0) blocks = 1;  // block 0 still does the scalar ends
+
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned int>(blocks));
+  config.blockDim = dim3(kStagedBlockThreads);
+  config.dynamicSmemBytes = Tile::shared_memory_bytes(shape.stages);
+  config.stream = stream;
+  return cudaLaunchKernelEx(&config,
+                            staged_transform_kernel<kStagedBlockThreads, UnitsPerThread, StreamingStores, Op, TOut, TIn...>,
+                            op, range, shape.stages, out, in...);
+}
+
+/// Evict-first stores measured slower than plain ones on the staged path (docs/TUNING.md).
+inline constexpr bool kStagedStreamingStores = false;
+
 /// The whole launch contract: validate, then launch once on `stream`. Returns
 /// cudaErrorInvalidValue, without touching the device, for an invalid policy, a null or
 /// misaligned pointer, or an unsafe overlap; n == 0 is a no-op that makes no CUDA call.
@@ -215,6 +276,17 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
   DeviceProperties device;
   const cudaError_t status = current_device_properties(device);
   if (status != cudaSuccess) return status;
+  if constexpr (RequestedWidth == 0) {
+    using Tile = StagedTile<kStagedBlockThreads, kStagedUnitsPerThread, TOut, TIn...>;
+    constexpr std::size_t kBytesPerElement = (sizeof(TOut) + ... + sizeof(TIn));
+    constexpr double kLoadedFraction =
+        static_cast<double>((sizeof(TIn) + ...)) / static_cast<double>(kBytesPerElement);
+    const StagedShape shape = staged_shape<Tile>(device, kLoadedFraction);
+    const std::size_t bytes = n <= SIZE_MAX / kBytesPerElement ? n * kBytesPerElement : SIZE_MAX;
+    if (choose_path(device, bytes, shape) == TransformPath::staged && shape.stages >= 1) {
+      return launch_staged<kStagedUnitsPerThread, kStagedStreamingStores>(op, n, shape, device, stream, out, in...);
+    }
+  }
   return launch_widest_aligned<kWidth>(op, n, device, stream, out, in...);
 }
 

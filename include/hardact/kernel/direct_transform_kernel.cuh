@@ -1,5 +1,6 @@
-/// @file transform_kernel.cuh
-/// @brief The one kernel template: out[i] = op(in_0[i], in_1[i], ...) over a 64-bit range.
+/// @file direct_transform_kernel.cuh
+/// @brief The direct path: out[i] = op(in_0[i], in_1[i], ...) over a 64-bit range, loading straight
+///        from global memory into registers (any architecture, any size, any explicit VecWidth).
 ///
 /// The dispatch layer splits [0, n) into a scalar head (to reach vector alignment), `num_vectors`
 /// aligned vectors of `Width` elements, and a scalar tail. Each thread loads `VectorsPerThread`
@@ -7,8 +8,8 @@
 /// threads take consecutive vectors, so every access is coalesced.
 #pragma once
 
+#include <hardact/kernel/apply_op.cuh>
 #include <hardact/kernel/vector_access.cuh>
-#include <hardact/numeric/conversions.cuh>
 
 #include <cuda/std/tuple>
 #include <cuda/std/type_traits>
@@ -26,20 +27,6 @@ struct TransformRange {
   std::size_t num_vectors;  ///< aligned vectors after the head
   std::size_t num_tiles;    ///< tiles of BlockThreads * VectorsPerThread vectors
 };
-
-/// Applies `op` to one element of each input and converts the result to `TOut` once.
-/// When every input already has the output's type the policy gets that type, so functors written
-/// for one element type work; otherwise it gets the common compute type (float for half, bfloat16
-/// and fp8), so mixed-type calls round once, from the compute type.
-template <class TOut, class Op, class... TIn>
-__host__ __device__ __forceinline__ TOut apply_op(const Op& op, TIn... x) {
-  if constexpr ((cuda::std::is_same_v<TIn, TOut> && ...)) {
-    return convert<TOut>(op(x...));
-  } else {
-    using C = cuda::std::common_type_t<compute_t<TIn>...>;
-    return convert<TOut>(op(convert<C>(x)...));
-  }
-}
 
 template <class T, int Width, int Count>
 struct VectorBatch {
@@ -85,7 +72,7 @@ __device__ __forceinline__ void transform_vectors(const Op& op, std::size_t firs
 /// correct for any grid of at least one block.
 template <int BlockThreads, int Width, int VectorsPerThread, class Op, class TOut, class... TIn>
 __global__ void __launch_bounds__(BlockThreads)
-    transform_kernel(Op op, TransformRange range, TOut* out, const TIn*... in) {
+    direct_transform_kernel(Op op, TransformRange range, TOut* out, const TIn*... in) {
   // Block 0 also does the scalar head and tail (at most 128 + 15 elements).
   if (blockIdx.x == 0) {
     const std::size_t tail_begin = range.head + range.num_vectors * Width;

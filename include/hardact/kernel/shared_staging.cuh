@@ -1,0 +1,125 @@
+/// @file shared_staging.cuh
+/// @brief The pieces of the staged path: 16-byte windows of global memory, bulk copies of them into
+///        shared memory completing on an mbarrier (sm_90 and later), and reads of shifted data
+///        back out of shared memory.
+#pragma once
+
+#include <cuda/ptx>
+#include <cuda/std/cstdint>
+#include <cuda/std/type_traits>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hardact {
+namespace detail {
+
+/// The bulk-copy engine moves 16-byte-aligned blocks of a multiple of 16 bytes.
+inline constexpr std::size_t kBulkCopyGranule = 16;
+
+__host__ __device__ constexpr std::uintptr_t align_down_to_granule(std::uintptr_t address) {
+  return address & ~static_cast<std::uintptr_t>(kBulkCopyGranule - 1);
+}
+__host__ __device__ constexpr std::uintptr_t align_up_to_granule(std::uintptr_t address) {
+  return align_down_to_granule(address + kBulkCopyGranule - 1);
+}
+
+/// The granule-aligned window of global memory that holds [begin, end): what one bulk copy moves.
+struct GranuleWindow {
+  std::uintptr_t begin;
+  std::uint32_t bytes;
+};
+
+template <class T>
+__device__ __forceinline__ GranuleWindow granule_window(const T* first, std::size_t count) {
+  const std::uintptr_t begin = align_down_to_granule(reinterpret_cast<std::uintptr_t>(first));
+  const std::uintptr_t end = align_up_to_granule(reinterpret_cast<std::uintptr_t>(first + count));
+  return {begin, static_cast<std::uint32_t>(end - begin)};
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+
+/// One thread's setup of an mbarrier that completes when its arrivals (one) and the bytes it was
+/// told to expect have all come in. The fences make the initialised barrier visible to the
+/// bulk-copy (async) proxy before any copy signals it.
+__device__ __forceinline__ void init_stage_barrier(std::uint64_t* barrier) {
+  cuda::ptx::mbarrier_init(barrier, 1);
+  cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+}
+
+/// Announces `bytes` of copies to `barrier` and arrives on it; the phase completes when they land.
+__device__ __forceinline__ void expect_stage_bytes(std::uint64_t* barrier, std::uint32_t bytes) {
+  (void)cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                             barrier, bytes);
+}
+
+/// Starts a bulk copy of `window` into shared memory at `destination`, completing on `barrier`.
+__device__ __forceinline__ void bulk_copy_to_shared(void* destination, const GranuleWindow& window,
+                                                    std::uint64_t* barrier) {
+  cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, destination,
+                           reinterpret_cast<const void*>(window.begin), window.bytes, barrier);
+}
+
+/// Waits until the phase of `barrier` with parity `phase` has completed (acquire: the copied
+/// bytes are then visible to the waiting thread).
+__device__ __forceinline__ void wait_stage_barrier(std::uint64_t* barrier, std::uint32_t phase) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(barrier, phase)) {
+  }
+}
+
+/// Orders this thread's earlier shared-memory reads (generic proxy) before bulk copies it issues
+/// next into the same bytes (async proxy).
+__device__ __forceinline__ void order_reads_before_bulk_copy() { cuda::ptx::fence_proxy_async(cuda::ptx::space_shared); }
+
+#endif  // __CUDA_ARCH__ >= 900
+
+/// `Bytes` bytes starting `shift` bytes past `aligned` in shared memory, as 32-bit words.
+/// `aligned` is 16-byte aligned, `shift` < 16 is the same for the whole block, and the 16 bytes
+/// past the data may be read (the staging buffers are padded for it). An unshifted read is
+/// Bytes / 16 vector loads; a shifted one reads one vector more and funnels the words into place,
+/// so relatively misaligned inputs still cost only 16-byte shared-memory loads.
+template <int Bytes>
+__device__ __forceinline__ void read_shifted_words(const unsigned char* aligned, unsigned shift,
+                                                   std::uint32_t (&words)[Bytes / 4]) {
+  static_assert(Bytes % 16 == 0, "hardact: staged reads are whole 16-byte vectors");
+  constexpr int kVectors = Bytes / 16;
+  const uint4* vectors = reinterpret_cast<const uint4*>(aligned);
+  if (shift == 0) {
+#pragma unroll
+    for (int v = 0; v < kVectors; ++v) {
+      const uint4 vector = vectors[v];
+      words[4 * v + 0] = vector.x;
+      words[4 * v + 1] = vector.y;
+      words[4 * v + 2] = vector.z;
+      words[4 * v + 3] = vector.w;
+    }
+    return;
+  }
+  std::uint32_t window[4 * (kVectors + 1)];
+#pragma unroll
+  for (int v = 0; v <= kVectors; ++v) {
+    const uint4 vector = vectors[v];
+    window[4 * v + 0] = vector.x;
+    window[4 * v + 1] = vector.y;
+    window[4 * v + 2] = vector.z;
+    window[4 * v + 3] = vector.w;
+  }
+  // The word offset selects registers, so it must be a compile-time constant in each branch
+  // (a run-time index would move `window` to local memory); the bit offset may be a run-time value.
+  const unsigned bits = (shift & 3u) * 8u;
+  const auto funnel = [&](auto word_offset) {
+    constexpr int kOffset = decltype(word_offset)::value;
+#pragma unroll
+    for (int k = 0; k < Bytes / 4; ++k) words[k] = __funnelshift_r(window[k + kOffset], window[k + kOffset + 1], bits);
+  };
+  switch (shift >> 2) {
+    case 0: funnel(cuda::std::integral_constant<int, 0>{}); break;
+    case 1: funnel(cuda::std::integral_constant<int, 1>{}); break;
+    case 2: funnel(cuda::std::integral_constant<int, 2>{}); break;
+    default: funnel(cuda::std::integral_constant<int, 3>{}); break;
+  }
+}
+
+}  // namespace detail
+}  // namespace hardact

@@ -1,0 +1,208 @@
+/// @file staged_transform_kernel.cuh
+/// @brief The staged path (sm_90 and later): out[i] = op(in_0[i], ...) with the inputs brought into
+///        shared memory by the bulk-copy engine, several tiles ahead, and the results written to
+///        global memory with 16-byte stores.
+///
+/// The dispatch layer cuts [0, n) into a scalar head, a staged range and a scalar tail. The staged
+/// range starts where the output sits on a 128-byte line and every input's 16-byte granules lie
+/// wholly inside its array, so no copy touches a byte outside the caller's ranges. It is cut into
+/// tiles of BlockThreads * UnitsPerThread units of kUnitElements elements. A persistent grid walks
+/// the tiles; each block keeps `stages` tiles in flight in a ring of shared-memory stages, each
+/// completing on its own mbarrier, issued by one thread. An input that is misaligned relative to
+/// the output is copied from its granule-aligned window and read back shifted (shared_staging.cuh),
+/// so every pointer alignment runs at the same speed.
+#pragma once
+
+#include <hardact/kernel/apply_op.cuh>
+#include <hardact/kernel/shared_staging.cuh>
+#include <hardact/kernel/vector_access.cuh>
+
+#include <cub/thread/thread_store.cuh>
+#include <cuda/std/cstdint>
+#include <cuda/std/tuple>
+#include <cuda/std/utility>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace hardact {
+namespace detail {
+
+/// Elements per unit: one 16-byte access of the narrowest type (output included), so every type's
+/// share of a unit is a whole number of 16-byte vectors.
+template <class... T>
+inline constexpr int kUnitElements = static_cast<int>(kMaxAccessBytes / std::min({sizeof(T)...}));
+
+/// Bytes of shared memory the block's barriers take, in front of the stages (enough for 16).
+inline constexpr std::size_t kStageBarrierBytes = 128;
+inline constexpr int kMaxStages = static_cast<int>(kStageBarrierBytes / sizeof(std::uint64_t));
+
+/// Tile geometry of one kernel instantiation.
+template <int BlockThreads, int UnitsPerThread, class TOut, class... TIn>
+struct StagedTile {
+  static constexpr std::size_t kUnit = static_cast<std::size_t>(kUnitElements<TOut, TIn...>);
+  static constexpr std::size_t kElements = static_cast<std::size_t>(BlockThreads) * UnitsPerThread * kUnit;
+  /// Each input's staging buffer: the tile plus one granule, which a shifted window needs.
+  template <class T>
+  static constexpr std::size_t kBufferBytes = kElements * sizeof(T) + kBulkCopyGranule;
+  static constexpr std::size_t kStageBytes = (kBufferBytes<TIn> + ...);
+  static constexpr std::size_t kLoadedBytes = ((kElements * sizeof(TIn)) + ...);
+  static constexpr std::size_t shared_memory_bytes(int stages) {
+    return kStageBarrierBytes + static_cast<std::size_t>(stages) * kStageBytes;
+  }
+};
+
+/// How the dispatch layer cut [0, n): [0, staged_begin) and [staged_end, n) are done one element at
+/// a time by block 0, the rest in `num_tiles` tiles (the last one possibly short, by whole units).
+struct StagedRange {
+  std::size_t n;
+  std::size_t staged_begin;
+  std::size_t staged_end;
+  std::size_t num_tiles;
+};
+
+template <class T, int Elements>
+__device__ __forceinline__ AlignedVector<T, Elements> read_staged_unit(const unsigned char* buffer, unsigned shift,
+                                                                       std::size_t unit) {
+  constexpr int kBytes = Elements * static_cast<int>(sizeof(T));
+  std::uint32_t words[kBytes / 4];
+  read_shifted_words<kBytes>(buffer + unit * kBytes, shift, words);
+  AlignedVector<T, Elements> vector;
+  memcpy(&vector, words, kBytes);  // a register-to-register reinterpretation
+  return vector;
+}
+
+template <bool StreamingStores, class Vector>
+__device__ __forceinline__ void store_unit(Vector* address, const Vector& value) {
+  if constexpr (StreamingStores) {
+    cub::ThreadStore<cub::STORE_CS>(address, value);
+  } else {
+    *address = value;
+  }
+}
+
+/// Offsets of each input's buffer inside one stage.
+template <class Tile, class... TIn, std::size_t... I>
+__device__ __forceinline__ void buffer_offsets(std::size_t (&offsets)[sizeof...(TIn)], cuda::std::index_sequence<I...>) {
+  constexpr std::size_t sizes[] = {Tile::template kBufferBytes<TIn>...};
+  std::size_t offset = 0;
+  ((offsets[I] = offset, offset += sizes[I]), ...);
+}
+
+/// Elements one thread computes from a staged tile. `count` elements of the tile are valid.
+template <int BlockThreads, int UnitsPerThread, bool StreamingStores, class Op, class TOut, class... TIn,
+          std::size_t... I>
+__device__ __forceinline__ void transform_staged_tile(const Op& op, const unsigned char* stage,
+                                                      const std::size_t (&offsets)[sizeof...(TIn)],
+                                                      const unsigned (&shifts)[sizeof...(TIn)], std::size_t count,
+                                                      TOut* out, cuda::std::index_sequence<I...>) {
+  constexpr int kUnit = kUnitElements<TOut, TIn...>;
+  using OutVector = AlignedVector<TOut, kUnit>;
+#pragma unroll
+  for (int u = 0; u < UnitsPerThread; ++u) {
+    const std::size_t unit = static_cast<std::size_t>(u) * BlockThreads + threadIdx.x;
+    if (unit * kUnit < count) {
+      const cuda::std::tuple<AlignedVector<TIn, kUnit>...> loaded{
+          read_staged_unit<TIn, kUnit>(stage + offsets[I], shifts[I], unit)...};
+      OutVector result;
+#pragma unroll
+      for (int j = 0; j < kUnit; ++j) result.elements[j] = apply_op<TOut>(op, cuda::std::get<I>(loaded).elements[j]...);
+      store_unit<StreamingStores>(reinterpret_cast<OutVector*>(out) + unit, result);
+    }
+  }
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/// One thread starts the copies of one tile into one stage and tells the stage's barrier how many
+/// bytes to wait for.
+template <class... TIn, std::size_t... I>
+__device__ __forceinline__ void issue_tile(unsigned char* stage, const std::size_t (&offsets)[sizeof...(TIn)],
+                                           std::uint64_t* barrier, std::size_t first, std::size_t count,
+                                           cuda::std::index_sequence<I...>, const TIn*... in) {
+  const GranuleWindow windows[] = {granule_window(in + first, count)...};
+  expect_stage_bytes(barrier, (windows[I].bytes + ...));
+  (bulk_copy_to_shared(stage + offsets[I], windows[I], barrier), ...);
+}
+#endif
+
+/// out[i] = op(in[i]...) for i in [0, range.n). Launched with BlockThreads threads, any grid, and
+/// StagedTile<...>::shared_memory_bytes(stages) bytes of dynamic shared memory, 1 <= stages <=
+/// kMaxStages. Compiled for an architecture without the bulk-copy engine it still gives the same
+/// results, one element per thread and step (the dispatch layer does not choose it there).
+template <int BlockThreads, int UnitsPerThread, bool StreamingStores, class Op, class TOut, class... TIn>
+__global__ void __launch_bounds__(BlockThreads)
+    staged_transform_kernel(Op op, StagedRange range, int stages, TOut* out, const TIn*... in) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  using Tile = StagedTile<BlockThreads, UnitsPerThread, TOut, TIn...>;
+  using Inputs = cuda::std::index_sequence_for<TIn...>;
+  extern __shared__ __align__(128) unsigned char staging[];
+  std::uint64_t* const barriers = reinterpret_cast<std::uint64_t*>(staging);
+  unsigned char* const stages_base = staging + kStageBarrierBytes;
+
+  std::size_t offsets[sizeof...(TIn)];
+  buffer_offsets<Tile, TIn...>(offsets, Inputs{});
+  // Each tile starts a whole number of granules after staged_begin, so every input's data sits at
+  // the same shift inside its granule-aligned window in every tile.
+  const unsigned shifts[] = {static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(in + range.staged_begin) %
+                                                   kBulkCopyGranule)...};
+
+  const std::size_t stride = gridDim.x;
+  const std::size_t my_tiles =
+      blockIdx.x < range.num_tiles ? (range.num_tiles - 1 - blockIdx.x) / stride + 1 : 0;
+  const auto tile_first = [&](std::size_t k) { return range.staged_begin + (blockIdx.x + k * stride) * Tile::kElements; };
+  const auto tile_count = [&](std::size_t first) {
+    return range.staged_end - first < Tile::kElements ? range.staged_end - first : Tile::kElements;
+  };
+  const std::size_t stage_count = static_cast<std::size_t>(stages);
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) init_stage_barrier(&barriers[s]);
+    for (std::size_t k = 0; k < stage_count && k < my_tiles; ++k) {
+      const std::size_t first = tile_first(k);
+      issue_tile(stages_base + k * Tile::kStageBytes, offsets, &barriers[k], first, tile_count(first), Inputs{}, in...);
+    }
+  }
+  __syncthreads();  // the barriers are initialised before anyone waits on them
+
+  // Block 0 does the scalar ends while its first tiles are in flight.
+  if (blockIdx.x == 0) {
+    const std::size_t head = range.staged_begin;
+    const std::size_t leftovers = head + (range.n - range.staged_end);
+    for (std::size_t t = threadIdx.x; t < leftovers; t += BlockThreads) {
+      const std::size_t i = t < head ? t : range.staged_end + (t - head);
+      out[i] = apply_op<TOut>(op, in[i]...);
+    }
+  }
+
+  std::size_t stage = 0;
+  std::uint32_t phase = 0;
+  for (std::size_t k = 0; k < my_tiles; ++k) {
+    const std::size_t first = tile_first(k);
+    unsigned char* const stage_data = stages_base + stage * Tile::kStageBytes;
+    wait_stage_barrier(&barriers[stage], phase);
+    transform_staged_tile<BlockThreads, UnitsPerThread, StreamingStores, Op, TOut, TIn...>(op, stage_data, offsets, shifts,
+                                                                          tile_count(first), out + first, Inputs{});
+    __syncthreads();  // every thread is done reading this stage before it is refilled
+    if (threadIdx.x == 0 && k + stage_count < my_tiles) {
+      order_reads_before_bulk_copy();
+      const std::size_t next = tile_first(k + stage_count);
+      issue_tile(stage_data, offsets, &barriers[stage], next, tile_count(next), Inputs{}, in...);
+    }
+    if (++stage == stage_count) {
+      stage = 0;
+      phase ^= 1u;
+    }
+  }
+#else
+  (void)stages;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * BlockThreads;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * BlockThreads + threadIdx.x; i < range.n; i += stride) {
+    out[i] = apply_op<TOut>(op, in[i]...);
+  }
+#endif
+}
+
+}  // namespace detail
+}  // namespace hardact

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Tables and plots from hardact_bench's interleaved mode (--hardact_mode=interleaved, the default).
+
+    scripts/interleaved_tables.py bench.json [more.json ...] --out DIR [--title TEXT]
+
+Each interleaved benchmark is one case, named <op>/<dtype>/interleaved/<placement>/<alignment>/n:<n>
+[/calls:<k>], with counters per contender C: C_x_copy (median over reps of the copy's time over
+C's time in the same rep), C_x_copy_fwd / C_x_copy_rev (the same over each order's reps),
+C_x_copy_q1 / C_x_copy_q3 (quartiles), C_GBps, C_us. Files given later override earlier ones for
+the same case.
+
+Writes to DIR:
+    interleaved_tables.md   reference rows (x copy as "median (forward / reverse) [q1-q3]"),
+                            the size sweeps, and time per call for the launch-bound sizes
+    sweep_<op>_<dtype>.png  x copy against elements, one line per contender, one panel per placement
+"""
+
+import argparse
+import json
+import os
+import sys
+from collections import defaultdict
+
+CONTENDERS = ["hardact", "hardact_direct", "hardact_staged", "cub"]
+PANELS = [("out_of_place", "aligned"), ("out_of_place", "misaligned"),
+          ("out_of_place", "relatively_misaligned"), ("in_place", "aligned")]
+REFERENCE_BYTES = 4096 * 393216 * 4
+
+
+def parse(name):
+    parts = name.split("/")
+    if len(parts) < 6 or parts[2] != "interleaved":
+        return None
+    fields = {"op": parts[0], "dtype": parts[1], "placement": parts[3], "alignment": parts[4], "calls": 1}
+    for part in parts[5:]:
+        if ":" in part:
+            key, value = part.split(":", 1)
+            if key in ("n", "calls"):
+                fields[key] = int(value)
+    return fields if "n" in fields else None
+
+
+def load(paths):
+    cases, contexts = {}, []
+    for path in paths:
+        with open(path) as handle:
+            data = json.load(handle)
+        contexts.append(data.get("context", {}))
+        for row in data.get("benchmarks", []):
+            fields = parse(row.get("run_name", row.get("name", "")))
+            if fields is None or row.get("error_occurred"):
+                continue
+            key = (fields["op"], fields["dtype"], fields["placement"], fields["alignment"], fields["n"], fields["calls"])
+            cases[key] = row
+    return cases, contexts
+
+
+def ratio_cell(row, contender):
+    if f"{contender}_x_copy" not in row:
+        return "—"
+    return "{:.3f} ({:.3f} / {:.3f}) [{:.3f}–{:.3f}]".format(
+        row[f"{contender}_x_copy"], row[f"{contender}_x_copy_fwd"], row[f"{contender}_x_copy_rev"],
+        row[f"{contender}_x_copy_q1"], row[f"{contender}_x_copy_q3"])
+
+
+def element_bytes(dtype):
+    return {"float": 4, "double": 8, "half": 2, "bfloat16": 2}.get(dtype.split("_to_")[0], 4)
+
+
+def is_reference(key):
+    op, dtype, _, _, n, calls = key
+    return calls == 1 and n * element_bytes(dtype) == REFERENCE_BYTES
+
+
+def reference_table(cases):
+    lines = ["| case | memcpy GB/s | hardact GB/s | hardact × copy | cub × copy | hardact − cub |",
+             "|---|---|---|---|---|---|"]
+    for key in sorted(k for k in cases if is_reference(k)):
+        op, dtype, placement, alignment, n, _ = key
+        row = cases[key]
+        diff = row.get("hardact_x_copy", 0) - row.get("cub_x_copy", 0)
+        lines.append(f"| {op} {dtype} {placement} {alignment} (n={n}) | {row.get('memcpy_GBps', 0):.0f} | "
+                     f"{row.get('hardact_GBps', 0):.0f} | {ratio_cell(row, 'hardact')} | {ratio_cell(row, 'cub')} | "
+                     f"{diff:+.3f} |")
+    return lines
+
+
+def sweep_tables(cases):
+    lines = []
+    groups = defaultdict(dict)
+    for key, row in cases.items():
+        op, dtype, placement, alignment, n, calls = key
+        if calls == 1:
+            groups[(op, dtype, placement, alignment)][n] = row
+    for group in sorted(groups):
+        rows = groups[group]
+        if len(rows) < 3:
+            continue
+        present = [c for c in CONTENDERS if any(f"{c}_x_copy" in r for r in rows.values())]
+        lines.append("")
+        lines.append("### {} {} {} {}".format(*group))
+        lines.append("")
+        lines.append("| n | memcpy GB/s | " + " | ".join(f"{c} × copy" for c in present) + " |")
+        lines.append("|---" * (2 + len(present)) + "|")
+        for n in sorted(rows):
+            row = rows[n]
+            cells = [f"{row[c + '_x_copy']:.3f}" if c + "_x_copy" in row else "—" for c in present]
+            lines.append(f"| 2^{n.bit_length() - 1} ({n}) | {row.get('memcpy_GBps', 0):.0f} | " + " | ".join(cells) + " |"
+                         if n & (n - 1) == 0 else
+                         f"| {n} | {row.get('memcpy_GBps', 0):.0f} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def launch_table(cases):
+    rows = {k: v for k, v in cases.items() if k[5] > 1}
+    if not rows:
+        return []
+    lines = ["", "| case | n | memcpy µs | hardact µs | cub µs |", "|---|---|---|---|---|"]
+    for key in sorted(rows):
+        op, dtype, placement, alignment, n, calls = key
+        row = rows[key]
+        lines.append(f"| {op} {dtype} {placement} {alignment} | {n} | {row.get('memcpy_us', 0):.2f} | "
+                     f"{row.get('hardact_us', 0):.2f} | {row.get('cub_us', 0):.2f} |")
+    return lines
+
+
+def plot(cases, out_dir):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not available: no plots", file=sys.stderr)
+        return []
+    written = []
+    by_series = defaultdict(lambda: defaultdict(dict))
+    for key, row in cases.items():
+        op, dtype, placement, alignment, n, calls = key
+        if calls == 1:
+            by_series[(op, dtype)][(placement, alignment)][n] = row
+    for (op, dtype), panels in sorted(by_series.items()):
+        if max(len(p) for p in panels.values()) < 3:
+            continue
+        figure, axes = plt.subplots(1, len(PANELS), figsize=(5 * len(PANELS), 4), sharey=True)
+        for axis, panel in zip(axes, PANELS):
+            rows = panels.get(panel, {})
+            for contender in CONTENDERS:
+                points = sorted((n, r[contender + "_x_copy"]) for n, r in rows.items() if contender + "_x_copy" in r)
+                if points:
+                    axis.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=contender)
+            axis.set_xscale("log", base=2)
+            axis.axhline(1.0, color="grey", linewidth=0.8)
+            axis.set_title(" ".join(panel))
+            axis.set_xlabel("elements")
+        axes[0].set_ylabel("× cudaMemcpy (paired median)")
+        axes[0].legend()
+        figure.suptitle(f"{op} {dtype}")
+        figure.tight_layout()
+        path = os.path.join(out_dir, f"sweep_{op}_{dtype}.png")
+        figure.savefig(path, dpi=90)
+        plt.close(figure)
+        written.append(path)
+    return written
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("json", nargs="+")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--title", default="hardact_bench, interleaved")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    cases, contexts = load(args.json)
+    if not cases:
+        print("no interleaved benchmarks in the input", file=sys.stderr)
+        return 1
+    context = contexts[-1]
+    lines = [f"# {args.title}", "",
+             f"GPU {context.get('gpu', '?')} ({context.get('gpu_sms', '?')} SMs), CUDA runtime "
+             f"{context.get('cuda_runtime', '?')}, CUB {context.get('cub_version', '?')}, run {context.get('date', '?')}, "
+             f"{context.get('hardact_reps', '?')} reps per contender in alternating order.",
+             "", "× copy: median (forward-order reps / reverse-order reps) [quartiles] of the copy's time over the "
+             "contender's in the same rep.", "", "## Reference rows", ""]
+    lines += reference_table(cases)
+    lines += ["", "## Size sweeps (× copy, paired median)"]
+    lines += sweep_tables(cases)
+    launch = launch_table(cases)
+    if launch:
+        lines += ["", "## Launch-bound sizes (median time per call in loops of back-to-back calls)"]
+        lines += launch
+    with open(os.path.join(args.out, "interleaved_tables.md"), "w") as handle:
+        handle.write("\n".join(lines) + "\n")
+    for path in plot(cases, args.out):
+        print("wrote", path)
+    print("wrote", os.path.join(args.out, "interleaved_tables.md"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,150 @@
+// The staged path beyond what the per-policy sweeps (which force it at every size and offset)
+// cover: every pipeline depth and resident-block count the shape rule could pick, relatively
+// misaligned one- and two-input and mixed-type calls at each, and capture in a CUDA Graph.
+#include "support/device.hpp"
+#include "support/device_family.hpp"
+#include "support/paths.hpp"
+#include "support/reference.hpp"
+#include "support/reference_family.hpp"
+#include "support/transform_check.hpp"
+
+#include <hardact/hardact.cuh>
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace hardact_test;
+
+/// Forces a staged shape for the lifetime of the object.
+class ScopedStagedShape {
+ public:
+  ScopedStagedShape(int blocks_per_multiprocessor, int stages) {
+    auto& tuning = hardact::detail::transform_tuning();
+    previous_blocks_ = tuning.staged_blocks_per_multiprocessor.exchange(blocks_per_multiprocessor);
+    previous_stages_ = tuning.staged_stages.exchange(stages);
+  }
+  ~ScopedStagedShape() {
+    auto& tuning = hardact::detail::transform_tuning();
+    tuning.staged_blocks_per_multiprocessor.store(previous_blocks_);
+    tuning.staged_stages.store(previous_stages_);
+  }
+  ScopedStagedShape(const ScopedStagedShape&) = delete;
+  ScopedStagedShape& operator=(const ScopedStagedShape&) = delete;
+
+ private:
+  int previous_blocks_, previous_stages_;
+};
+
+struct Shape {
+  int blocks_per_multiprocessor;
+  int stages;
+};
+
+/// Shapes from a single stage (no overlap at all) to deep rings, with few and many blocks: each
+/// must give the same results, since the rule picks among them by device.
+std::vector<Shape> shapes() {
+  if (quick_mode()) return {{1, 1}, {4, 2}, {2, 5}};
+  return {{1, 1}, {1, 2}, {2, 3}, {4, 2}, {4, 4}, {8, 2}, {2, 8}, {1, 11}};
+}
+
+/// Enough elements for several tiles per block at every shape, with a ragged tail.
+std::size_t shape_sweep_length() { return quick_mode() ? (std::size_t(1) << 18) + 37 : (std::size_t(3) << 20) + 37; }
+
+TEST(DeviceStagedPath, EveryShapeOneInput) {
+  HARDACT_REQUIRE_DEVICE();
+  const ScopedTransformPath staged(TransformPath::staged);
+  const std::size_t n = shape_sweep_length();
+  TransformRig<float> rig(n, 7);
+  HARDACT_ASSERT_CUDA(rig.status());
+  const std::vector<float> inputs = device_inputs<float>(n, 9100);
+  for (const Shape shape : shapes()) {
+    const ScopedStagedShape forced(shape.blocks_per_multiprocessor, shape.stages);
+    const std::string trace = "blocks/SM " + std::to_string(shape.blocks_per_multiprocessor) + ", stages " +
+                              std::to_string(shape.stages);
+    // aligned; relatively misaligned by one and by three elements; in place at an odd offset
+    EXPECT_TRUE((rig.run_on_path<0>(hardact::HardSigmoid{}, reference::HardSigmoid{}, NanBits::Any, inputs, 0, 0,
+                                    false, nullptr)))
+        << trace;
+    EXPECT_TRUE((rig.run_on_path<0>(hardact::HardSigmoid{}, reference::HardSigmoid{}, NanBits::Any, inputs, 1, 0,
+                                    false, nullptr)))
+        << trace;
+    EXPECT_TRUE((rig.run_on_path<0>(hardact::HardTanh{-0.5, 2.0}, reference::HardTanh{-0.5, 2.0}, NanBits::Exact,
+                                    inputs, 3, 6, false, nullptr)))
+        << trace;
+    EXPECT_TRUE((rig.run_on_path<0>(hardact::HardSigmoid{}, reference::HardSigmoid{}, NanBits::Any, inputs, 5, 5,
+                                    true, nullptr)))
+        << trace;
+  }
+}
+
+TEST(DeviceStagedPath, EveryShapeTwoInputsAndMixedTypes) {
+  HARDACT_REQUIRE_DEVICE();
+  const ScopedTransformPath staged(TransformPath::staged);
+  const std::size_t n = shape_sweep_length();
+  const std::vector<float> grads = family::device_inputs<float>(n, 9200);
+  const std::vector<float> xs = family::device_inputs<float>(n, 9201);
+  const std::vector<__nv_bfloat16> narrow = family::device_inputs<__nv_bfloat16>(n, 9202);
+  for (const Shape shape : shapes()) {
+    SCOPED_TRACE("blocks/SM " + std::to_string(shape.blocks_per_multiprocessor) + ", stages " +
+                 std::to_string(shape.stages));
+    const ScopedStagedShape forced(shape.blocks_per_multiprocessor, shape.stages);
+    family::check_two_inputs_on_path<float, float, float>(hardact::HardSigmoidBackward{},
+                                                          [](float g, float x) {
+                                                            return family::hard_sigmoid_backward(g, x);
+                                                          },
+                                                          grads, xs);
+    family::check_one_input_on_path<float, __nv_bfloat16>(
+        hardact::HardSigmoid{}, [](float x) { return family::round_to<__nv_bfloat16>(family::hard_sigmoid(x)); },
+        xs);
+    family::check_one_input_on_path<__nv_bfloat16, float>(
+        hardact::HardSwish{},
+        [](__nv_bfloat16 x) { return family::hard_swish(static_cast<float>(family::value_of(x))); }, narrow);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// A staged call captured in a graph records its kernel with its shared memory and replays it on
+// data uploaded after the capture.
+TEST(DeviceStagedPath, CapturedInAGraph) {
+  HARDACT_REQUIRE_DEVICE();
+  const ScopedTransformPath staged(TransformPath::staged);
+  const std::size_t n = (std::size_t(1) << 20) + 3;
+  cudaStream_t stream = nullptr;
+  HARDACT_ASSERT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::unique_ptr<CUstream_st, decltype(&cudaStreamDestroy)> stream_owner(stream, &cudaStreamDestroy);
+  GuardedBuffer<__half> in(n, 3), out(n, 1);
+  HARDACT_ASSERT_CUDA(in.status());
+  HARDACT_ASSERT_CUDA(out.status());
+
+  HARDACT_ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const cudaError_t call = hardact::hardsigmoid(static_cast<const __half*>(in.data()), out.data(), n, stream);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(stream, &graph);
+  std::unique_ptr<CUgraph_st, decltype(&cudaGraphDestroy)> graph_owner(graph, &cudaGraphDestroy);
+  ASSERT_EQ(call, cudaSuccess) << cudaGetErrorName(call);
+  ASSERT_EQ(end, cudaSuccess) << cudaGetErrorName(end);
+  EXPECT_TRUE(all_poisoned(out)) << "capture must not run the kernel";
+
+  cudaGraphExec_t exec = nullptr;
+  HARDACT_ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  std::unique_ptr<CUgraphExec_st, decltype(&cudaGraphExecDestroy)> exec_owner(exec, &cudaGraphExecDestroy);
+  for (int replay = 0; replay < 2; ++replay) {
+    const std::vector<__half> inputs = device_inputs<__half>(n, 9300 + static_cast<std::uint64_t>(replay));
+    HARDACT_ASSERT_CUDA(in.upload(inputs));
+    HARDACT_ASSERT_CUDA(out.poison_payload());
+    HARDACT_ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+    HARDACT_ASSERT_CUDA(cudaStreamSynchronize(stream));
+    std::vector<__half> outputs;
+    HARDACT_ASSERT_CUDA(out.download(outputs));
+    EXPECT_TRUE(outputs_match_reference(inputs, outputs, reference::HardSigmoid{}, NanBits::Any)) << "replay " << replay;
+    EXPECT_TRUE(out.guards_intact());
+  }
+}
+
+}  // namespace
