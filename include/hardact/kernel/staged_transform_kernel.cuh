@@ -27,6 +27,12 @@
 #include <cstdint>
 #include <cstring>
 
+// Tuning knob (docs/TUNING.md): whether the refilling thread fences the async proxy after the
+// block's reads of a stage. Define before including hardact, the same in every translation unit.
+#ifndef HARDACT_STAGED_REFILL_FENCE
+#define HARDACT_STAGED_REFILL_FENCE 1
+#endif
+
 namespace hardact {
 namespace detail {
 
@@ -186,7 +192,9 @@ __global__ void __launch_bounds__(BlockThreads)
                                                                           tile_count(first), out + first, Inputs{});
     __syncthreads();  // every thread is done reading this stage before it is refilled
     if (threadIdx.x == 0 && k + stage_count < my_tiles) {
+#if HARDACT_STAGED_REFILL_FENCE
       order_reads_before_bulk_copy();
+#endif
       const std::size_t next = tile_first(k + stage_count);
       issue_tile(stage_data, offsets, &barriers[stage], next, tile_count(next), Inputs{}, in...);
     }
