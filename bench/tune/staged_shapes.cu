@@ -84,8 +84,6 @@ template <int Units, bool Streaming, class Op, class TOut, class... TIn>
 void sweep_shapes(const std::string& name, const Op& op, std::size_t n, const DeviceProperties& device,
                   const std::function<cudaError_t()>& copy, int reps, TOut* out, const TIn*... in) {
   using Tile = StagedTile<kStagedBlockThreads, Units, TOut, TIn...>;
-  const std::size_t tiles = n / Tile::kElements + 1;
-  const std::size_t sms = static_cast<std::size_t>(device.multiprocessor_count);
   for (const int per_block : {1, 2, 4, 8, 0}) {
     for (const int stages : {1, 2, 3, 4}) {
       if (per_block == 1 && stages > 1) continue;
@@ -93,8 +91,7 @@ void sweep_shapes(const std::string& name, const Op& op, std::size_t n, const De
       if (per_block == 0 && stages == 1) continue;
       const std::size_t smem = Tile::shared_memory_bytes(stages);
       if (smem > kDefaultSharedMemoryPerBlock) continue;
-      const std::size_t grid = per_block == 0 ? 4 * sms : (tiles + static_cast<std::size_t>(per_block) - 1) / static_cast<std::size_t>(per_block);
-      const StagedShape shape{static_cast<int>((grid + sms - 1) / sms), stages};
+      const StagedShape shape{per_block, per_block == 0 ? 4 : 0, stages};
       char label[256];
       std::snprintf(label, sizeof label, "%s units %d tiles/block %s stages %d %s (tile %zu B loaded)", name.c_str(),
                     Units, per_block == 0 ? "persistent(4/SM)" : std::to_string(per_block).c_str(), stages,
@@ -116,12 +113,14 @@ void tune_case(const std::string& name, const Op& op, std::size_t n, const Devic
   unsigned char* scratch_dst = g_copy_destination;
   const auto copy = [&] { return cudaMemcpyAsync(scratch_dst, scratch_src, job / 2, cudaMemcpyDeviceToDevice, g_stream); };
 
-  using Tile = StagedTile<kStagedBlockThreads, kStagedUnitsPerThread, TOut, TIn...>;
+  constexpr int kUnits = staged_units_per_thread<TOut, TIn...>();
+  using Tile = StagedTile<kStagedBlockThreads, kUnits, TOut, TIn...>;
   const double loaded = static_cast<double>((sizeof(TIn) + ...)) / static_cast<double>((sizeof(TOut) + ... + sizeof(TIn)));
   const StagedShape rule = staged_shape<Tile>(device, loaded);
-  std::printf("== %s: n %zu, %.2f GB per call; rule: units %d blocks/SM %d stages %d (in flight wanted %.0f B/SM)\n",
-              name.c_str(), n, static_cast<double>(job) / 1e9, kStagedUnitsPerThread, rule.blocks_per_multiprocessor,
-              rule.stages, loads_in_flight_per_multiprocessor(device, loaded));
+  std::printf("== %s: n %zu, %.2f GB per call; rule: units %d, tiles/block %d (0: persistent, %d blocks/SM), "
+              "stages %d (loads in flight wanted %.0f B/SM)\n",
+              name.c_str(), n, static_cast<double>(job) / 1e9, kUnits, rule.tiles_per_block,
+              rule.blocks_per_multiprocessor, rule.stages, loads_in_flight_per_multiprocessor(device, loaded));
   measure(name + " hardact automatic", [&] { return hardact::transform(op, in..., out, n, g_stream); }, copy, reps);
   {
     const ScopedTransformPath direct(TransformPath::direct);

@@ -232,16 +232,22 @@ StagedRange staged_range(std::size_t n, const TOut* out, const TIn*... in) {
   return range;
 }
 
-/// Launches the staged kernel with `shape` (stages >= 1). A persistent grid: as many blocks as the
-/// shape keeps resident, or one per tile if there are fewer tiles.
+/// Launches the staged kernel with `shape` (stages >= 1): a grid of blocks of `tiles_per_block`
+/// tiles each, or a persistent grid of as many blocks as the shape keeps resident.
 template <int UnitsPerThread, bool StreamingStores, class Op, class TOut, class... TIn>
 cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape, const DeviceProperties& device,
                           cudaStream_t stream, TOut* out, const TIn*... in) {
   using Tile = StagedTile<kStagedBlockThreads, UnitsPerThread, TOut, TIn...>;
   const StagedRange range = staged_range<Tile>(n, static_cast<const TOut*>(out), in...);
-  const std::size_t resident = static_cast<std::size_t>(shape.blocks_per_multiprocessor) *
-                               static_cast<std::size_t>(device.multiprocessor_count > 0 ? device.multiprocessor_count : 1);
-  std::size_t blocks = std::min(range.num_tiles, resident);
+  std::size_t blocks = 0;
+  if (shape.tiles_per_block > 0) {
+    const std::size_t per_block = static_cast<std::size_t>(shape.tiles_per_block);
+    blocks = (range.num_tiles + per_block - 1) / per_block;
+  } else {
+    const std::size_t sms = static_cast<std::size_t>(device.multiprocessor_count > 0 ? device.multiprocessor_count : 1);
+    blocks = std::min(range.num_tiles, static_cast<std::size_t>(shape.blocks_per_multiprocessor) * sms);
+  }
+  blocks = std::min(blocks, static_cast<std::size_t>(device.max_grid_dim_x));  // the kernel loops past it
   if (blocks == 0) blocks = 1;  // block 0 still does the scalar ends
 
   cudaLaunchConfig_t config{};
@@ -277,14 +283,15 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
   const cudaError_t status = current_device_properties(device);
   if (status != cudaSuccess) return status;
   if constexpr (RequestedWidth == 0) {
-    using Tile = StagedTile<kStagedBlockThreads, kStagedUnitsPerThread, TOut, TIn...>;
+    constexpr int kUnits = staged_units_per_thread<TOut, TIn...>();
+    using Tile = StagedTile<kStagedBlockThreads, kUnits, TOut, TIn...>;
     constexpr std::size_t kBytesPerElement = (sizeof(TOut) + ... + sizeof(TIn));
     constexpr double kLoadedFraction =
         static_cast<double>((sizeof(TIn) + ...)) / static_cast<double>(kBytesPerElement);
     const StagedShape shape = staged_shape<Tile>(device, kLoadedFraction);
     const std::size_t bytes = n <= SIZE_MAX / kBytesPerElement ? n * kBytesPerElement : SIZE_MAX;
     if (choose_path(device, bytes, shape) == TransformPath::staged && shape.stages >= 1) {
-      return launch_staged<kStagedUnitsPerThread, kStagedStreamingStores>(op, n, shape, device, stream, out, in...);
+      return launch_staged<kUnits, kStagedStreamingStores>(op, n, shape, device, stream, out, in...);
     }
   }
   return launch_widest_aligned<kWidth>(op, n, device, stream, out, in...);

@@ -6,6 +6,7 @@
 #include <hardact/dispatch/device_properties.cuh>
 #include <hardact/kernel/staged_transform_kernel.cuh>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstddef>
@@ -46,12 +47,26 @@ class ScopedTransformPath {
 
 // ---- The staged kernel's shape ----
 
-/// 256 threads per block, each computing 2 units (32 bytes of the narrowest type) per tile.
+/// 256 threads per block.
 inline constexpr int kStagedBlockThreads = 256;
-inline constexpr int kStagedUnitsPerThread = 2;
-/// Resident blocks per multiprocessor: several, so that one block's barrier waits and
-/// __syncthreads overlap with the others' work.
-inline constexpr int kStagedBlocksPerMultiprocessor = 4;
+/// Bytes of loads per tile: measured best on the H100 between 4 and 16 KiB, for one and two
+/// inputs, same and mixed types, aligned and relatively misaligned (docs/TUNING.md). Smaller tiles
+/// leave heavy per-element work (IEEE double division, shifted reads) too little independent work
+/// per thread; larger ones hold shared memory longer than the loads need it.
+inline constexpr std::size_t kStagedTileLoadBytes = 8 * 1024;
+
+/// Units per thread that make a tile of about kStagedTileLoadBytes: a power of two, at least one.
+template <class TOut, class... TIn>
+constexpr int staged_units_per_thread() {
+  const std::size_t unit_load_bytes = ((static_cast<std::size_t>(kUnitElements<TOut, TIn...>) * sizeof(TIn)) + ...);
+  int units = 1;
+  while (static_cast<std::size_t>(2 * units) * kStagedBlockThreads * unit_load_bytes <= kStagedTileLoadBytes) units *= 2;
+  return units;
+}
+
+/// Resident blocks per multiprocessor when a call cannot keep enough loads in flight with
+/// one-tile blocks, and must run a persistent grid with a ring of stages per block.
+inline constexpr int kStagedPersistentBlocksPerMultiprocessor = 4;
 /// Dynamic shared memory a block may use without raising its limit (cudaFuncSetAttribute).
 inline constexpr std::size_t kDefaultSharedMemoryPerBlock = 48 * 1024;
 /// Shared memory the runtime reserves per resident block (1 KiB on sm_80 and later).
@@ -64,9 +79,11 @@ inline constexpr double kFallbackMemoryBandwidth = 3.35e12;
 /// their traffic hits L2, and one short launch of the direct kernel costs less per call.
 inline constexpr double kStagedMinimumL2Multiple = 1.0;
 
+/// How the staged kernel is launched.
 struct StagedShape {
-  int blocks_per_multiprocessor = 0;
-  int stages = 0;  ///< 0: the staged kernel does not fit this call
+  int tiles_per_block = 0;            ///< 1: a grid of one-tile blocks; 0: persistent grid
+  int blocks_per_multiprocessor = 0;  ///< persistent grid only
+  int stages = 0;                     ///< tiles in flight per block; 0: the staged kernel does not fit
 };
 
 /// Little's law: to keep DRAM busy, loads in flight per multiprocessor must cover the load
@@ -78,27 +95,45 @@ inline double loads_in_flight_per_multiprocessor(const DeviceProperties& device,
   return bandwidth * loaded_fraction / sms * kLoadedMemoryLatencySeconds;
 }
 
-/// Blocks per multiprocessor and stages per block for a tile geometry: each block keeps
-/// stages - 1 tiles in flight while it computes one, so the blocks of a multiprocessor together
-/// need blocks * (stages - 1) * tile bytes >= the loads in flight that Little's law asks for;
-/// at least 2 stages (one computing, one loading), at most what fits the shared memory.
+/// Stages of `Tile` that fit `per_block` bytes of shared memory (at most kMaxStages).
 template <class Tile>
-StagedShape staged_shape(const DeviceProperties& device, double loaded_fraction) {
-  const TransformTuning& tuning = transform_tuning();
-  StagedShape shape;
-  const int forced_blocks = tuning.staged_blocks_per_multiprocessor.load(std::memory_order_relaxed);
-  shape.blocks_per_multiprocessor = forced_blocks > 0 ? forced_blocks : kStagedBlocksPerMultiprocessor;
-
-  const std::size_t per_multiprocessor = static_cast<std::size_t>(device.shared_memory_per_multiprocessor) /
-                                         static_cast<std::size_t>(shape.blocks_per_multiprocessor);
-  std::size_t per_block = per_multiprocessor > kReservedSharedMemoryPerBlock
-                              ? per_multiprocessor - kReservedSharedMemoryPerBlock
-                              : 0;
+int stages_fitting(std::size_t per_block) {
   if (per_block > kDefaultSharedMemoryPerBlock) per_block = kDefaultSharedMemoryPerBlock;
   int fitting = 0;
   while (fitting < kMaxStages && Tile::shared_memory_bytes(fitting + 1) <= per_block) ++fitting;
+  return fitting;
+}
 
+/// The staged kernel's shape on `device`. One-tile blocks, as many resident per multiprocessor as
+/// threads and shared memory allow, each with its tile's loads in flight: measured fastest on the
+/// H100 and H200 (docs/TUNING.md), and chosen whenever those resident tiles cover what Little's
+/// law asks for. Otherwise a persistent grid whose blocks each keep stages - 1 tiles in flight
+/// while computing one: blocks * (stages - 1) * tile bytes >= the loads in flight wanted.
+template <class Tile>
+StagedShape staged_shape(const DeviceProperties& device, double loaded_fraction) {
+  const TransformTuning& tuning = transform_tuning();
+  const int forced_blocks = tuning.staged_blocks_per_multiprocessor.load(std::memory_order_relaxed);
   const int forced_stages = tuning.staged_stages.load(std::memory_order_relaxed);
+  const std::size_t shared = static_cast<std::size_t>(device.shared_memory_per_multiprocessor);
+  StagedShape shape;
+
+  if (forced_blocks == 0 && forced_stages == 0) {
+    const std::size_t one_tile = Tile::shared_memory_bytes(1) + kReservedSharedMemoryPerBlock;
+    const std::size_t by_threads = static_cast<std::size_t>(device.max_threads_per_multiprocessor) / Tile::kThreads;
+    const std::size_t resident = std::min(by_threads, shared / one_tile);
+    const double in_flight = loads_in_flight_per_multiprocessor(device, loaded_fraction);
+    if (resident >= 1 && Tile::shared_memory_bytes(1) <= kDefaultSharedMemoryPerBlock &&
+        static_cast<double>(resident * Tile::kLoadedBytes) >= in_flight) {
+      shape.tiles_per_block = 1;
+      shape.stages = 1;
+      return shape;
+    }
+  }
+
+  shape.blocks_per_multiprocessor = forced_blocks > 0 ? forced_blocks : kStagedPersistentBlocksPerMultiprocessor;
+  const std::size_t per_multiprocessor = shared / static_cast<std::size_t>(shape.blocks_per_multiprocessor);
+  const int fitting = stages_fitting<Tile>(
+      per_multiprocessor > kReservedSharedMemoryPerBlock ? per_multiprocessor - kReservedSharedMemoryPerBlock : 0);
   if (forced_stages > 0) {
     shape.stages = forced_stages <= fitting ? forced_stages : 0;
     return shape;
@@ -115,7 +150,7 @@ StagedShape staged_shape(const DeviceProperties& device, double loaded_fraction)
 inline TransformPath choose_path(const DeviceProperties& device, std::size_t bytes, const StagedShape& shape) {
   const TransformPath forced = transform_tuning().path.load(std::memory_order_relaxed);
   if (forced != TransformPath::automatic) return forced;
-  if (device.compute_capability_major < 9 || shape.stages < 2) return TransformPath::direct;
+  if (device.compute_capability_major < 9 || shape.stages < 1) return TransformPath::direct;
   const double threshold = kStagedMinimumL2Multiple * static_cast<double>(device.l2_cache_bytes);
   return static_cast<double>(bytes) >= threshold ? TransformPath::staged : TransformPath::direct;
 }

@@ -48,6 +48,7 @@ inline constexpr int kMaxStages = static_cast<int>(kStageBarrierBytes / sizeof(s
 /// Tile geometry of one kernel instantiation.
 template <int BlockThreads, int UnitsPerThread, class TOut, class... TIn>
 struct StagedTile {
+  static constexpr std::size_t kThreads = static_cast<std::size_t>(BlockThreads);
   static constexpr std::size_t kUnit = static_cast<std::size_t>(kUnitElements<TOut, TIn...>);
   static constexpr std::size_t kElements = static_cast<std::size_t>(BlockThreads) * UnitsPerThread * kUnit;
   /// Each input's staging buffer: the tile plus one granule, which a shifted window needs.
