@@ -31,6 +31,27 @@ using namespace hardact::detail;
     }                                                                                           \
   } while (0)
 
+/// data[i] = uniform in [-6, 6) from a hash of i (as the benchmark fills its buffers): the values
+/// decide which branches the policies take, so tuning on constant memory would mislead.
+template <class T>
+__global__ void fill_uniform(T* data, std::size_t n, unsigned long long seed) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    unsigned long long x = (i + 1) * 0x9e3779b97f4a7c15ull ^ seed;
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    const double unit = static_cast<double>(x >> 11) * 0x1.0p-53;
+    data[i] = hardact::convert<T>(-6.0 + 12.0 * unit);
+  }
+}
+
+template <class T>
+void fill(void* data, std::size_t bytes, unsigned long long seed) {
+  fill_uniform<T><<<1024, 256>>>(static_cast<T*>(data), bytes / sizeof(T), seed);
+  CHECK(cudaDeviceSynchronize());
+}
+
 cudaStream_t g_stream;
 unsigned char* g_copy_source;       // 1.5 x the reference bytes each: the largest copy
 unsigned char* g_copy_destination;
@@ -78,27 +99,23 @@ void measure(const std::string& label, const std::function<cudaError_t()>& launc
   std::fflush(stdout);
 }
 
-/// Tiles per block: 1 (a grid of one-tile blocks, as many resident as shared memory allows), a
-/// few, or 0 = persistent (4 blocks per SM walking all tiles). Stages: tiles in flight per block.
-template <int Units, bool Streaming, class Op, class TOut, class... TIn>
+/// One-tile blocks at every (block threads, units per thread), and two multi-tile shapes: two
+/// tiles per block in a 2-stage ring, and the persistent grid (4 blocks per SM, 3 stages).
+template <int Threads, int Units, class Op, class TOut, class... TIn>
 void sweep_shapes(const std::string& name, const Op& op, std::size_t n, const DeviceProperties& device,
                   const std::function<cudaError_t()>& copy, int reps, TOut* out, const TIn*... in) {
-  using Tile = StagedTile<kStagedBlockThreads, Units, TOut, TIn...>;
-  for (const int per_block : {1, 2, 4, 8, 0}) {
-    for (const int stages : {1, 2, 3, 4}) {
-      if (per_block == 1 && stages > 1) continue;
-      if (per_block > 1 && (stages > per_block || stages == 1)) continue;
-      if (per_block == 0 && stages == 1) continue;
-      const std::size_t smem = Tile::shared_memory_bytes(stages);
-      if (smem > kDefaultSharedMemoryPerBlock) continue;
-      const StagedShape shape{per_block, per_block == 0 ? 4 : 0, stages};
-      char label[256];
-      std::snprintf(label, sizeof label, "%s units %d tiles/block %s stages %d %s (tile %zu B loaded)", name.c_str(),
-                    Units, per_block == 0 ? "persistent(4/SM)" : std::to_string(per_block).c_str(), stages,
-                    Streaming ? "st.cs" : "st", Tile::kLoadedBytes);
-      measure(label, [&] { return launch_staged<Units, Streaming>(op, n, shape, device, g_stream, out, in...); }, copy,
-              reps);
-    }
+  using Tile = StagedTile<Threads, Units, TOut, TIn...>;
+  const StagedShape shapes[] = {{1, 0, 1}, {2, 0, 2}, {0, 4, 3}};
+  for (const StagedShape& shape : shapes) {
+    if (Tile::shared_memory_bytes(shape.stages) > kDefaultSharedMemoryPerBlock) continue;
+    if (Threads != kStagedBlockThreads && shape.tiles_per_block != 1) continue;
+    char label[256];
+    std::snprintf(label, sizeof label, "%s threads %d units %d tiles/block %s stages %d (tile %zu B loaded)",
+                  name.c_str(), Threads, Units,
+                  shape.tiles_per_block == 0 ? "persistent(4/SM)" : std::to_string(shape.tiles_per_block).c_str(),
+                  shape.stages, Tile::kLoadedBytes);
+    measure(label, [&] { return launch_staged<Units, false, Threads>(op, n, shape, device, g_stream, out, in...); },
+            copy, reps);
   }
 }
 
@@ -129,9 +146,12 @@ void tune_case(const std::string& name, const Op& op, std::size_t n, const Devic
   if constexpr (sizeof...(TIn) == 1) {
     measure(name + " cub", [&] { return cub::DeviceTransform::Transform(in..., out, n, op, g_stream); }, copy, reps);
   }
-  sweep_shapes<1, false>(name, op, n, device, copy, reps, out, in...);
-  sweep_shapes<2, false>(name, op, n, device, copy, reps, out, in...);
-  sweep_shapes<4, false>(name, op, n, device, copy, reps, out, in...);
+  sweep_shapes<256, 1>(name, op, n, device, copy, reps, out, in...);
+  sweep_shapes<256, 2>(name, op, n, device, copy, reps, out, in...);
+  sweep_shapes<256, 4>(name, op, n, device, copy, reps, out, in...);
+  sweep_shapes<128, 1>(name, op, n, device, copy, reps, out, in...);
+  sweep_shapes<128, 2>(name, op, n, device, copy, reps, out, in...);
+  sweep_shapes<128, 4>(name, op, n, device, copy, reps, out, in...);
 }
 
 }  // namespace
@@ -167,13 +187,21 @@ int main(int argc, char** argv) {
   float* fb = reinterpret_cast<float*>(b);
   float* fc = reinterpret_cast<float*>(c);
   using bf16 = __nv_bfloat16;
+  fill<float>(a, bytes, 1);
+  fill<float>(b, bytes, 2);
   tune_case("float hardsigmoid", hardact::HardSigmoid{}, n, device, reps, filter, fb, static_cast<const float*>(fa));
   tune_case("float hardsigmoid x+1->y", hardact::HardSigmoid{}, n - 1, device, reps, filter, fb,
             static_cast<const float*>(fa + 1));
+  fill<bf16>(a, bytes, 3);
+  tune_case("bf16 hardsigmoid", hardact::HardSigmoid{}, 2 * n, device, reps, filter, reinterpret_cast<bf16*>(b),
+            static_cast<const bf16*>(reinterpret_cast<bf16*>(a)));
   tune_case("bf16 hardsigmoid x+1->y", hardact::HardSigmoid{}, 2 * n - 1, device, reps, filter,
             reinterpret_cast<bf16*>(b), static_cast<const bf16*>(reinterpret_cast<bf16*>(a) + 1));
+  fill<double>(a, bytes, 4);
   tune_case("double hardsigmoid", hardact::HardSigmoid{}, n / 2, device, reps, filter, reinterpret_cast<double*>(b),
             static_cast<const double*>(reinterpret_cast<double*>(a)));
+  fill<float>(a, bytes, 5);
+  fill<float>(b, bytes, 6);
   tune_case("float backward", hardact::HardSigmoidBackward{}, n, device, reps, filter, fc, static_cast<const float*>(fa),
             static_cast<const float*>(fb));
   tune_case("float->bf16 hardsigmoid", hardact::HardSigmoid{}, n, device, reps, filter, reinterpret_cast<bf16*>(b),

@@ -234,10 +234,11 @@ StagedRange staged_range(std::size_t n, const TOut* out, const TIn*... in) {
 
 /// Launches the staged kernel with `shape` (stages >= 1): a grid of blocks of `tiles_per_block`
 /// tiles each, or a persistent grid of as many blocks as the shape keeps resident.
-template <int UnitsPerThread, bool StreamingStores, class Op, class TOut, class... TIn>
+template <int UnitsPerThread, bool StreamingStores, int BlockThreads = kStagedBlockThreads, class Op, class TOut,
+          class... TIn>
 cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape, const DeviceProperties& device,
                           cudaStream_t stream, TOut* out, const TIn*... in) {
-  using Tile = StagedTile<kStagedBlockThreads, UnitsPerThread, TOut, TIn...>;
+  using Tile = StagedTile<BlockThreads, UnitsPerThread, TOut, TIn...>;
   const StagedRange range = staged_range<Tile>(n, static_cast<const TOut*>(out), in...);
   std::size_t blocks = 0;
   if (shape.tiles_per_block > 0) {
@@ -252,11 +253,10 @@ cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape,
 
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned int>(blocks));
-  config.blockDim = dim3(kStagedBlockThreads);
+  config.blockDim = dim3(BlockThreads);
   config.dynamicSmemBytes = Tile::shared_memory_bytes(shape.stages);
   config.stream = stream;
-  return cudaLaunchKernelEx(&config,
-                            staged_transform_kernel<kStagedBlockThreads, UnitsPerThread, StreamingStores, Op, TOut, TIn...>,
+  return cudaLaunchKernelEx(&config, staged_transform_kernel<BlockThreads, UnitsPerThread, StreamingStores, Op, TOut, TIn...>,
                             op, range, shape.stages, out, in...);
 }
 

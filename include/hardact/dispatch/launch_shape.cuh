@@ -75,9 +75,10 @@ inline constexpr std::size_t kReservedSharedMemoryPerBlock = 1024;
 inline constexpr double kLoadedMemoryLatencySeconds = 1.3e-6;
 /// Bandwidth assumed when a device does not report its memory clock and bus width.
 inline constexpr double kFallbackMemoryBandwidth = 3.35e12;
-/// Arrays moving fewer bytes than this many times the L2 cache stay on the direct path: most of
-/// their traffic hits L2, and one short launch of the direct kernel costs less per call.
-inline constexpr double kStagedMinimumL2Multiple = 1.0;
+/// Arrays moving fewer bytes than this many times the L2 cache stay on the direct path. Measured
+/// on the H100 (docs/TUNING.md): below about 8 x L2 the direct kernel is ahead (part of the
+/// traffic still hits L2, and one short launch costs less), from 2^26 floats up the staged one.
+inline constexpr double kStagedMinimumL2Multiple = 8.0;
 
 /// How the staged kernel is launched.
 struct StagedShape {

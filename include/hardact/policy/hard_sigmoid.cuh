@@ -64,6 +64,9 @@ struct HardSigmoid {
     using C = compute_t<T>;
     const C relu6 = detail::min_keep_nan(detail::max_keep_nan(to_compute(x) + C(3), C(0)), C(6));
     if constexpr (cuda::std::is_same_v<C, double>) {
+      // A zero dividend sends the device's IEEE division down its slow path, and every input
+      // below -3 clamps to zero: return it undivided (0 / 6 is that same zero).
+      if (relu6 == 0.0) return from_compute<T>(relu6);
       return from_compute<T>(relu6 / 6.0);
     } else {
       return from_compute<T>(relu6 * C(1.0f / 6.0f));
