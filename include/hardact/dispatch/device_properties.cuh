@@ -23,6 +23,7 @@ struct DeviceProperties {
   int compute_capability_major = 0;
   int multiprocessor_count = 0;
   int max_threads_per_multiprocessor = 0;
+  int max_blocks_per_multiprocessor = 0;
   int shared_memory_per_multiprocessor = 0;  ///< bytes
   int l2_cache_bytes = 0;
   /// Peak DRAM bandwidth, read + write together, from the memory clock and bus width (bytes/s);
@@ -49,6 +50,7 @@ inline cudaError_t query_device_properties(int device, DeviceProperties& propert
       {&p.compute_capability_major, cudaDevAttrComputeCapabilityMajor},
       {&p.multiprocessor_count, cudaDevAttrMultiProcessorCount},
       {&p.max_threads_per_multiprocessor, cudaDevAttrMaxThreadsPerMultiProcessor},
+      {&p.max_blocks_per_multiprocessor, cudaDevAttrMaxBlocksPerMultiprocessor},
       {&p.shared_memory_per_multiprocessor, cudaDevAttrMaxSharedMemoryPerMultiprocessor},
       {&p.l2_cache_bytes, cudaDevAttrL2CacheSize},
       {&memory_clock_khz, cudaDevAttrMemoryClockRate},

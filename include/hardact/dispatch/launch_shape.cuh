@@ -47,13 +47,13 @@ class ScopedTransformPath {
 
 // ---- The staged kernel's shape ----
 
-/// 256 threads per block.
-inline constexpr int kStagedBlockThreads = 256;
-/// Bytes of loads per tile: measured best on the H100 between 4 and 16 KiB, for one and two
-/// inputs, same and mixed types, aligned and relatively misaligned (docs/TUNING.md). Smaller tiles
-/// leave heavy per-element work (IEEE double division, shifted reads) too little independent work
-/// per thread; larger ones hold shared memory longer than the loads need it.
-inline constexpr std::size_t kStagedTileLoadBytes = 8 * 1024;
+/// 128 threads per block: with 4 KiB tiles, up to 16 resident blocks per multiprocessor, so a
+/// finished block's slot refills at a fine grain (measured ahead of 256-thread blocks on the H200,
+/// docs/TUNING.md).
+inline constexpr int kStagedBlockThreads = 128;
+/// Bytes of loads per tile: 4 KiB measured best on the H200 and H100 across one and two inputs,
+/// same and mixed types, aligned and relatively misaligned (docs/TUNING.md).
+inline constexpr std::size_t kStagedTileLoadBytes = 4 * 1024;
 
 /// Units per thread that make a tile of about kStagedTileLoadBytes: a power of two, at least one.
 template <class TOut, class... TIn>
@@ -75,10 +75,10 @@ inline constexpr std::size_t kReservedSharedMemoryPerBlock = 1024;
 inline constexpr double kLoadedMemoryLatencySeconds = 1.3e-6;
 /// Bandwidth assumed when a device does not report its memory clock and bus width.
 inline constexpr double kFallbackMemoryBandwidth = 3.35e12;
-/// Arrays moving fewer bytes than this many times the L2 cache stay on the direct path. Measured
-/// on the H100 (docs/TUNING.md): below about 8 x L2 the direct kernel is ahead (part of the
-/// traffic still hits L2, and one short launch costs less), from 2^26 floats up the staged one.
-inline constexpr double kStagedMinimumL2Multiple = 8.0;
+/// Arrays moving fewer bytes than this many times the L2 cache stay on the direct path, where part
+/// of the traffic still hits L2 and one short launch costs less. Measured crossovers
+/// (docs/TUNING.md): about 2^25.5 floats on the H100 (50 MB L2), 2^24.5 on the H200 (60 MB).
+inline constexpr double kStagedMinimumL2Multiple = 4.0;
 
 /// How the staged kernel is launched.
 struct StagedShape {
@@ -121,7 +121,8 @@ StagedShape staged_shape(const DeviceProperties& device, double loaded_fraction)
   if (forced_blocks == 0 && forced_stages == 0) {
     const std::size_t one_tile = Tile::shared_memory_bytes(1) + kReservedSharedMemoryPerBlock;
     const std::size_t by_threads = static_cast<std::size_t>(device.max_threads_per_multiprocessor) / Tile::kThreads;
-    const std::size_t resident = std::min(by_threads, shared / one_tile);
+    const std::size_t resident = std::min({by_threads, static_cast<std::size_t>(device.max_blocks_per_multiprocessor),
+                                           shared / one_tile});
     const double in_flight = loads_in_flight_per_multiprocessor(device, loaded_fraction);
     if (resident >= 1 && Tile::shared_memory_bytes(1) <= kDefaultSharedMemoryPerBlock &&
         static_cast<double>(resident * Tile::kLoadedBytes) >= in_flight) {
