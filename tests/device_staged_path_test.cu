@@ -21,36 +21,46 @@ namespace {
 
 using namespace hardact_test;
 
+struct Shape {
+  int units_per_thread;
+  int blocks_per_multiprocessor;  ///< 0 with stages 0: one-tile blocks; else a persistent grid
+  int stages;
+};
+
 /// Forces a staged shape for the lifetime of the object.
 class ScopedStagedShape {
  public:
-  ScopedStagedShape(int blocks_per_multiprocessor, int stages) {
+  explicit ScopedStagedShape(const Shape& shape) {
     auto& tuning = hardact::detail::transform_tuning();
-    previous_blocks_ = tuning.staged_blocks_per_multiprocessor.exchange(blocks_per_multiprocessor);
-    previous_stages_ = tuning.staged_stages.exchange(stages);
+    previous_ = {tuning.staged_units_per_thread.exchange(shape.units_per_thread),
+                 tuning.staged_blocks_per_multiprocessor.exchange(shape.blocks_per_multiprocessor),
+                 tuning.staged_stages.exchange(shape.stages)};
   }
   ~ScopedStagedShape() {
     auto& tuning = hardact::detail::transform_tuning();
-    tuning.staged_blocks_per_multiprocessor.store(previous_blocks_);
-    tuning.staged_stages.store(previous_stages_);
+    tuning.staged_units_per_thread.store(previous_.units_per_thread);
+    tuning.staged_blocks_per_multiprocessor.store(previous_.blocks_per_multiprocessor);
+    tuning.staged_stages.store(previous_.stages);
   }
   ScopedStagedShape(const ScopedStagedShape&) = delete;
   ScopedStagedShape& operator=(const ScopedStagedShape&) = delete;
 
  private:
-  int previous_blocks_, previous_stages_;
+  Shape previous_;
 };
 
-struct Shape {
-  int blocks_per_multiprocessor;
-  int stages;
-};
-
-/// Shapes from a single stage (no overlap at all) to deep rings, with few and many blocks: each
-/// must give the same results, since the rule picks among them by device.
+/// One-tile blocks at each tile size, and persistent grids from a single stage (no overlap at all)
+/// to deep rings with few and many blocks: each must give the same results, since the rule picks
+/// among them by device.
 std::vector<Shape> shapes() {
-  if (quick_mode()) return {{1, 1}, {4, 2}, {2, 5}};
-  return {{1, 1}, {1, 2}, {2, 3}, {4, 2}, {4, 4}, {8, 2}, {2, 8}, {1, 11}};
+  if (quick_mode()) return {{1, 0, 0}, {2, 0, 0}, {1, 1, 1}, {2, 4, 2}, {1, 2, 5}};
+  return {{1, 0, 0}, {2, 0, 0}, {1, 1, 1}, {2, 1, 2}, {1, 2, 3}, {2, 4, 2}, {1, 4, 4}, {2, 8, 2}, {1, 2, 8}, {1, 1, 11}};
+}
+
+std::string describe(const Shape& shape) {
+  if (shape.blocks_per_multiprocessor == 0) return "one-tile blocks, units " + std::to_string(shape.units_per_thread);
+  return "persistent, units " + std::to_string(shape.units_per_thread) + ", blocks/SM " +
+         std::to_string(shape.blocks_per_multiprocessor) + ", stages " + std::to_string(shape.stages);
 }
 
 /// Enough elements for several tiles per block at every shape, with a ragged tail.
@@ -64,9 +74,8 @@ TEST(DeviceStagedPath, EveryShapeOneInput) {
   HARDACT_ASSERT_CUDA(rig.status());
   const std::vector<float> inputs = device_inputs<float>(n, 9100);
   for (const Shape shape : shapes()) {
-    const ScopedStagedShape forced(shape.blocks_per_multiprocessor, shape.stages);
-    const std::string trace = "blocks/SM " + std::to_string(shape.blocks_per_multiprocessor) + ", stages " +
-                              std::to_string(shape.stages);
+    const ScopedStagedShape forced(shape);
+    const std::string trace = describe(shape);
     // aligned; relatively misaligned by one and by three elements; in place at an odd offset
     EXPECT_TRUE((rig.run_on_path<0>(hardact::HardSigmoid{}, reference::HardSigmoid{}, NanBits::Any, inputs, 0, 0,
                                     false, nullptr)))
@@ -91,9 +100,8 @@ TEST(DeviceStagedPath, EveryShapeTwoInputsAndMixedTypes) {
   const std::vector<float> xs = family::device_inputs<float>(n, 9201);
   const std::vector<__nv_bfloat16> narrow = family::device_inputs<__nv_bfloat16>(n, 9202);
   for (const Shape shape : shapes()) {
-    SCOPED_TRACE("blocks/SM " + std::to_string(shape.blocks_per_multiprocessor) + ", stages " +
-                 std::to_string(shape.stages));
-    const ScopedStagedShape forced(shape.blocks_per_multiprocessor, shape.stages);
+    SCOPED_TRACE(describe(shape));
+    const ScopedStagedShape forced(shape);
     family::check_two_inputs_on_path<float, float, float>(hardact::HardSigmoidBackward{},
                                                           [](float g, float x) {
                                                             return family::hard_sigmoid_backward(g, x);

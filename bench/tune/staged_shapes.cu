@@ -105,7 +105,7 @@ template <int Threads, int Units, class Op, class TOut, class... TIn>
 void sweep_shapes(const std::string& name, const Op& op, std::size_t n, const DeviceProperties& device,
                   const std::function<cudaError_t()>& copy, int reps, TOut* out, const TIn*... in) {
   using Tile = StagedTile<Threads, Units, TOut, TIn...>;
-  const StagedShape shapes[] = {{1, 0, 1}, {2, 0, 2}, {0, 4, 3}};
+  const StagedShape shapes[] = {{Units, 1, 0, 1}, {Units, 2, 0, 2}, {Units, 0, 4, 3}};
   for (const StagedShape& shape : shapes) {
     if (Tile::shared_memory_bytes(shape.stages) > kDefaultSharedMemoryPerBlock) continue;
     if (Threads != kStagedBlockThreads && shape.tiles_per_block != 1) continue;
@@ -130,14 +130,12 @@ void tune_case(const std::string& name, const Op& op, std::size_t n, const Devic
   unsigned char* scratch_dst = g_copy_destination;
   const auto copy = [&] { return cudaMemcpyAsync(scratch_dst, scratch_src, job / 2, cudaMemcpyDeviceToDevice, g_stream); };
 
-  constexpr int kUnits = staged_units_per_thread<TOut, TIn...>();
-  using Tile = StagedTile<kStagedBlockThreads, kUnits, TOut, TIn...>;
-  const double loaded = static_cast<double>((sizeof(TIn) + ...)) / static_cast<double>((sizeof(TOut) + ... + sizeof(TIn)));
-  const StagedShape rule = staged_shape<Tile>(device, loaded);
-  std::printf("== %s: n %zu, %.2f GB per call; rule: units %d, tiles/block %d (0: persistent, %d blocks/SM), "
-              "stages %d (loads in flight wanted %.0f B/SM)\n",
-              name.c_str(), n, static_cast<double>(job) / 1e9, kUnits, rule.tiles_per_block,
-              rule.blocks_per_multiprocessor, rule.stages, loads_in_flight_per_multiprocessor(device, loaded));
+  const StagedShape rule = staged_shape<TOut, TIn...>(device);
+  std::printf("== %s: n %zu, %.2f GB per call; rule: units %d (tile %zu B loaded), tiles/block %d (0: persistent), "
+              "stages %d (bytes in flight wanted %.0f B/SM, %zu resident blocks)\n",
+              name.c_str(), n, static_cast<double>(job) / 1e9, rule.units_per_thread,
+              rule.units_per_thread * StagedTileOf<1, TOut, TIn...>::kLoadedBytes, rule.tiles_per_block, rule.stages,
+              bytes_in_flight_per_multiprocessor(device), resident_one_tile_blocks<StagedTileOf<1, TOut, TIn...>>(device));
   measure(name + " hardact automatic", [&] { return hardact::transform(op, in..., out, n, g_stream); }, copy, reps);
   {
     const ScopedTransformPath direct(TransformPath::direct);

@@ -19,10 +19,12 @@ namespace detail {
 /// engine (sm_90 and later, large arrays, automatic width).
 enum class TransformPath { automatic, direct, staged };
 
-/// Process-wide overrides of the rules, for tests (both paths at every size) and tuning runs.
-/// Not part of the public API; zero means "use the rule".
+/// Process-wide overrides of the rules, for tests (both paths at every size, every staged shape)
+/// and tuning runs. Not part of the public API; zero means "use the rule". Forcing blocks or
+/// stages selects the persistent grid.
 struct TransformTuning {
   std::atomic<TransformPath> path{TransformPath::automatic};
+  std::atomic<int> staged_units_per_thread{0};
   std::atomic<int> staged_blocks_per_multiprocessor{0};
   std::atomic<int> staged_stages{0};
 };
@@ -47,53 +49,46 @@ class ScopedTransformPath {
 
 // ---- The staged kernel's shape ----
 
-/// 128 threads per block: with 4 KiB tiles, up to 16 resident blocks per multiprocessor, so a
-/// finished block's slot refills at a fine grain (measured ahead of 256-thread blocks on the H200,
-/// docs/TUNING.md).
+/// 128 threads per block: with tiles of a few KiB, up to 16 resident blocks per multiprocessor, so
+/// a finished block's slot refills at a fine grain (measured ahead of 256-thread blocks on both
+/// cards, docs/TUNING.md).
 inline constexpr int kStagedBlockThreads = 128;
-/// Bytes of loads per tile: 4 KiB measured best on the H200 and H100 across one and two inputs,
-/// same and mixed types, aligned and relatively misaligned (docs/TUNING.md).
-inline constexpr std::size_t kStagedTileLoadBytes = 4 * 1024;
-
-/// Units per thread that make a tile of about kStagedTileLoadBytes: a power of two, at least one.
-template <class TOut, class... TIn>
-constexpr int staged_units_per_thread() {
-  const std::size_t unit_load_bytes = ((static_cast<std::size_t>(kUnitElements<TOut, TIn...>) * sizeof(TIn)) + ...);
-  int units = 1;
-  while (static_cast<std::size_t>(2 * units) * kStagedBlockThreads * unit_load_bytes <= kStagedTileLoadBytes) units *= 2;
-  return units;
-}
-
-/// Resident blocks per multiprocessor when a call cannot keep enough loads in flight with
-/// one-tile blocks, and must run a persistent grid with a ring of stages per block.
+/// The unit counts per thread the dispatch layer can pick from (each is a kernel instantiation).
+inline constexpr int kStagedMaxUnitsPerThread = 2;
+/// Seconds of loads that must be in flight: Little's law, bytes in flight = bandwidth x latency.
+/// 1.3 us (a DRAM round trip under load) puts 32 KiB per multiprocessor on an H100 and 48 KiB on an
+/// H200, where the probes of docs/TUNING.md found each card's best tile (2 and 4 KiB x 16 blocks).
+inline constexpr double kLoadedMemoryLatencySeconds = 1.3e-6;
+/// Bandwidth assumed when a device does not report its memory clock and bus width.
+inline constexpr double kFallbackMemoryBandwidth = 3.35e12;
+/// Resident blocks per multiprocessor when one-tile blocks cannot keep enough loads in flight and
+/// a persistent grid with a ring of stages per block must.
 inline constexpr int kStagedPersistentBlocksPerMultiprocessor = 4;
 /// Dynamic shared memory a block may use without raising its limit (cudaFuncSetAttribute).
 inline constexpr std::size_t kDefaultSharedMemoryPerBlock = 48 * 1024;
 /// Shared memory the runtime reserves per resident block (1 KiB on sm_80 and later).
 inline constexpr std::size_t kReservedSharedMemoryPerBlock = 1024;
-/// Time a load spends in flight from issue to data when DRAM runs at full bandwidth.
-inline constexpr double kLoadedMemoryLatencySeconds = 1.3e-6;
-/// Bandwidth assumed when a device does not report its memory clock and bus width.
-inline constexpr double kFallbackMemoryBandwidth = 3.35e12;
 /// Arrays moving fewer bytes than this many times the L2 cache stay on the direct path, where part
 /// of the traffic still hits L2 and one short launch costs less. Measured crossovers
 /// (docs/TUNING.md): about 2^25.5 floats on the H100 (50 MB L2), 2^24.5 on the H200 (60 MB).
 inline constexpr double kStagedMinimumL2Multiple = 4.0;
 
+template <int Units, class TOut, class... TIn>
+using StagedTileOf = StagedTile<kStagedBlockThreads, Units, TOut, TIn...>;
+
 /// How the staged kernel is launched.
 struct StagedShape {
+  int units_per_thread = 1;           ///< 1 .. kStagedMaxUnitsPerThread
   int tiles_per_block = 0;            ///< 1: a grid of one-tile blocks; 0: persistent grid
   int blocks_per_multiprocessor = 0;  ///< persistent grid only
   int stages = 0;                     ///< tiles in flight per block; 0: the staged kernel does not fit
 };
 
-/// Little's law: to keep DRAM busy, loads in flight per multiprocessor must cover the load
-/// bandwidth per multiprocessor times the loaded latency. `loaded_fraction` is the share of the
-/// call's traffic that is loads (1/2 for one input and one output of the same type).
-inline double loads_in_flight_per_multiprocessor(const DeviceProperties& device, double loaded_fraction) {
+/// Little's law: bytes that must be in flight per multiprocessor to keep DRAM busy.
+inline double bytes_in_flight_per_multiprocessor(const DeviceProperties& device) {
   const double bandwidth = device.peak_memory_bandwidth > 0 ? device.peak_memory_bandwidth : kFallbackMemoryBandwidth;
   const int sms = device.multiprocessor_count > 0 ? device.multiprocessor_count : 1;
-  return bandwidth * loaded_fraction / sms * kLoadedMemoryLatencySeconds;
+  return bandwidth / sms * kLoadedMemoryLatencySeconds;
 }
 
 /// Stages of `Tile` that fit `per_block` bytes of shared memory (at most kMaxStages).
@@ -105,43 +100,62 @@ int stages_fitting(std::size_t per_block) {
   return fitting;
 }
 
-/// The staged kernel's shape on `device`. One-tile blocks, as many resident per multiprocessor as
-/// threads and shared memory allow, each with its tile's loads in flight: measured fastest on the
-/// H100 and H200 (docs/TUNING.md), and chosen whenever those resident tiles cover what Little's
-/// law asks for. Otherwise a persistent grid whose blocks each keep stages - 1 tiles in flight
-/// while computing one: blocks * (stages - 1) * tile bytes >= the loads in flight wanted.
+/// Blocks of `Tile` that can be resident on one multiprocessor with one stage each.
 template <class Tile>
-StagedShape staged_shape(const DeviceProperties& device, double loaded_fraction) {
+std::size_t resident_one_tile_blocks(const DeviceProperties& device) {
+  const std::size_t by_threads = static_cast<std::size_t>(device.max_threads_per_multiprocessor) / Tile::kThreads;
+  const std::size_t by_shared = static_cast<std::size_t>(device.shared_memory_per_multiprocessor) /
+                                (Tile::shared_memory_bytes(1) + kReservedSharedMemoryPerBlock);
+  return std::min({by_threads, static_cast<std::size_t>(device.max_blocks_per_multiprocessor), by_shared});
+}
+
+/// The staged kernel's shape on `device`: one-tile blocks, as many resident per multiprocessor as
+/// threads and shared memory allow, each with its tile's loads in flight, with the tile (units per
+/// thread) sized so that the resident tiles hold what Little's law asks for: the power of two
+/// nearest (in ratio) to bytes in flight / resident blocks. Measured fastest on the H100 and H200
+/// (docs/TUNING.md): more bytes than needed cost ~1% on the H100, fewer ~7% on the H200. If even
+/// the largest tile holds less than half of it, a persistent grid whose blocks each keep
+/// stages - 1 tiles in flight while computing one.
+template <class TOut, class... TIn>
+StagedShape staged_shape(const DeviceProperties& device) {
+  using Base = StagedTileOf<1, TOut, TIn...>;
+  using Largest = StagedTileOf<kStagedMaxUnitsPerThread, TOut, TIn...>;
   const TransformTuning& tuning = transform_tuning();
+  const int forced_units = tuning.staged_units_per_thread.load(std::memory_order_relaxed);
   const int forced_blocks = tuning.staged_blocks_per_multiprocessor.load(std::memory_order_relaxed);
   const int forced_stages = tuning.staged_stages.load(std::memory_order_relaxed);
-  const std::size_t shared = static_cast<std::size_t>(device.shared_memory_per_multiprocessor);
+  const double in_flight = bytes_in_flight_per_multiprocessor(device);
   StagedShape shape;
 
-  if (forced_blocks == 0 && forced_stages == 0) {
-    const std::size_t one_tile = Tile::shared_memory_bytes(1) + kReservedSharedMemoryPerBlock;
-    const std::size_t by_threads = static_cast<std::size_t>(device.max_threads_per_multiprocessor) / Tile::kThreads;
-    const std::size_t resident = std::min({by_threads, static_cast<std::size_t>(device.max_blocks_per_multiprocessor),
-                                           shared / one_tile});
-    const double in_flight = loads_in_flight_per_multiprocessor(device, loaded_fraction);
-    if (resident >= 1 && Tile::shared_memory_bytes(1) <= kDefaultSharedMemoryPerBlock &&
-        static_cast<double>(resident * Tile::kLoadedBytes) >= in_flight) {
-      shape.tiles_per_block = 1;
-      shape.stages = 1;
-      return shape;
-    }
+  const std::size_t resident = resident_one_tile_blocks<Base>(device);
+  if (resident == 0) return shape;
+  const double wanted_tile = in_flight / static_cast<double>(resident);
+  int units = 1;
+  while (units < kStagedMaxUnitsPerThread && wanted_tile > 1.4142 * static_cast<double>(units * Base::kLoadedBytes)) {
+    units *= 2;
+  }
+  if (forced_units >= 1 && forced_units <= kStagedMaxUnitsPerThread) units = forced_units;
+  shape.units_per_thread = units;
+
+  const bool enough = static_cast<double>(resident * static_cast<std::size_t>(units) * Base::kLoadedBytes) >= in_flight / 2;
+  if (forced_blocks == 0 && forced_stages == 0 && enough &&
+      Largest::shared_memory_bytes(1) <= kDefaultSharedMemoryPerBlock) {
+    shape.tiles_per_block = 1;
+    shape.stages = 1;
+    return shape;
   }
 
   shape.blocks_per_multiprocessor = forced_blocks > 0 ? forced_blocks : kStagedPersistentBlocksPerMultiprocessor;
-  const std::size_t per_multiprocessor = shared / static_cast<std::size_t>(shape.blocks_per_multiprocessor);
-  const int fitting = stages_fitting<Tile>(
+  const std::size_t per_multiprocessor = static_cast<std::size_t>(device.shared_memory_per_multiprocessor) /
+                                         static_cast<std::size_t>(shape.blocks_per_multiprocessor);
+  const int fitting = stages_fitting<Largest>(
       per_multiprocessor > kReservedSharedMemoryPerBlock ? per_multiprocessor - kReservedSharedMemoryPerBlock : 0);
   if (forced_stages > 0) {
     shape.stages = forced_stages <= fitting ? forced_stages : 0;
     return shape;
   }
-  const double in_flight = loads_in_flight_per_multiprocessor(device, loaded_fraction);
-  const double per_stage = static_cast<double>(shape.blocks_per_multiprocessor) * static_cast<double>(Tile::kLoadedBytes);
+  const double per_stage = static_cast<double>(shape.blocks_per_multiprocessor) *
+                           static_cast<double>(static_cast<std::size_t>(units) * Base::kLoadedBytes);
   const int wanted = 1 + static_cast<int>(std::ceil(in_flight / per_stage));
   const int stages = wanted < 2 ? 2 : wanted;
   shape.stages = stages <= fitting ? stages : (fitting >= 2 ? fitting : 0);

@@ -27,19 +27,15 @@
 #include <cstdint>
 #include <cstring>
 
-// Tuning knob (docs/TUNING.md): whether the refilling thread fences the async proxy after the
-// block's reads of a stage. Define before including hardact, the same in every translation unit.
-#ifndef HARDACT_STAGED_REFILL_FENCE
-#define HARDACT_STAGED_REFILL_FENCE 1
-#endif
-
 namespace hardact {
 namespace detail {
 
 /// Elements per unit: one 16-byte access of the narrowest type (output included), so every type's
-/// share of a unit is a whole number of 16-byte vectors.
+/// share of a unit is a whole number of 16-byte vectors; and at least 4, so that a thread has four
+/// independent computations to overlap (double division at 2 per thread ran at 0.93 of the copy on
+/// the H100, at 4 per thread at 1.00: docs/TUNING.md).
 template <class... T>
-inline constexpr int kUnitElements = static_cast<int>(kMaxAccessBytes / std::min({sizeof(T)...}));
+inline constexpr int kUnitElements = std::max(4, static_cast<int>(kMaxAccessBytes / std::min({sizeof(T)...})));
 
 /// Bytes of shared memory the block's barriers take, in front of the stages (enough for 16).
 inline constexpr std::size_t kStageBarrierBytes = 128;
@@ -193,9 +189,7 @@ __global__ void __launch_bounds__(BlockThreads)
                                                                           tile_count(first), out + first, Inputs{});
     __syncthreads();  // every thread is done reading this stage before it is refilled
     if (threadIdx.x == 0 && k + stage_count < my_tiles) {
-#if HARDACT_STAGED_REFILL_FENCE
       order_reads_before_bulk_copy();
-#endif
       const std::size_t next = tile_first(k + stage_count);
       issue_tile(stage_data, offsets, &barriers[stage], next, tile_count(next), Inputs{}, in...);
     }

@@ -1,0 +1,90 @@
+// The dispatch layer's shape rule (dispatch/launch_shape.cuh) on the properties of the two Hopper
+// cards it was measured on and of cards it was not: which path, how large a staged tile, and when
+// the persistent grid takes over. Host only: the rule is arithmetic on cached properties.
+#include <hardact/hardact.cuh>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using hardact::detail::choose_path;
+using hardact::detail::DeviceProperties;
+using hardact::detail::peak_bandwidth_from;
+using hardact::detail::staged_shape;
+using hardact::detail::StagedShape;
+using hardact::detail::TransformPath;
+
+/// Properties as cudaDeviceGetAttribute reports them (memory clock in kHz, bus width in bits).
+DeviceProperties hopper(int memory_clock_khz, int bus_width_bits, int l2_bytes) {
+  DeviceProperties p;
+  p.max_grid_dim_x = 2147483647;
+  p.compute_capability_major = 9;
+  p.multiprocessor_count = 132;
+  p.max_threads_per_multiprocessor = 2048;
+  p.max_blocks_per_multiprocessor = 32;
+  p.shared_memory_per_multiprocessor = 233472;
+  p.l2_cache_bytes = l2_bytes;
+  p.peak_memory_bandwidth = peak_bandwidth_from(memory_clock_khz, bus_width_bits);
+  return p;
+}
+
+const DeviceProperties kH100 = hopper(2619000, 5120, 52428800);  // H100 SXM 80GB: 3.35 TB/s
+const DeviceProperties kH200 = hopper(3201000, 6144, 62914560);  // H200 SXM 141GB: 4.9 TB/s
+
+TEST(LaunchShape, PeakBandwidthFromClockAndBusWidth) {
+  EXPECT_NEAR(kH100.peak_memory_bandwidth, 3.352e12, 1e9);
+  EXPECT_NEAR(kH200.peak_memory_bandwidth, 4.917e12, 1e9);
+  EXPECT_EQ(peak_bandwidth_from(0, 5120), 0.0);
+}
+
+TEST(LaunchShape, OneTileBlocksSizedByLittlesLaw) {
+  // 32 KiB in flight per SM on the H100 is met by 16 blocks of 2 KiB; the H200 needs 48 KiB: 4 KiB.
+  const StagedShape h100 = staged_shape<float, float>(kH100);
+  EXPECT_EQ(h100.tiles_per_block, 1);
+  EXPECT_EQ(h100.stages, 1);
+  EXPECT_EQ(h100.units_per_thread, 1);
+  const StagedShape h200 = staged_shape<float, float>(kH200);
+  EXPECT_EQ(h200.tiles_per_block, 1);
+  EXPECT_EQ(h200.units_per_thread, 2);
+  // Two inputs load twice the bytes per unit: one unit is enough on both cards.
+  EXPECT_EQ((staged_shape<float, float, float>(kH200).units_per_thread), 1);
+  EXPECT_EQ((staged_shape<float, float, float>(kH100).units_per_thread), 1);
+}
+
+TEST(LaunchShape, PersistentRingWhenOneTileBlocksCannotHoldEnough) {
+  // A card with the H200's bandwidth on a quarter of the multiprocessors and an eighth of the
+  // threads: 2 resident one-tile blocks cannot cover Little's law, so blocks keep several tiles
+  // in flight.
+  DeviceProperties narrow = kH200;
+  narrow.multiprocessor_count = 33;
+  narrow.max_threads_per_multiprocessor = 256;
+  const StagedShape shape = staged_shape<float, float>(narrow);
+  EXPECT_EQ(shape.tiles_per_block, 0);
+  EXPECT_GE(shape.stages, 2);
+  EXPECT_GT(shape.blocks_per_multiprocessor, 0);
+}
+
+TEST(LaunchShape, PathBySizeAndArchitecture) {
+  const StagedShape shape = staged_shape<float, float>(kH100);
+  const double l2 = static_cast<double>(kH100.l2_cache_bytes);
+  EXPECT_EQ(choose_path(kH100, static_cast<std::size_t>(l2), shape), TransformPath::direct);
+  EXPECT_EQ(choose_path(kH100, static_cast<std::size_t>(64 * l2), shape), TransformPath::staged);
+  DeviceProperties ampere = kH100;
+  ampere.compute_capability_major = 8;
+  EXPECT_EQ(choose_path(ampere, static_cast<std::size_t>(64 * l2), shape), TransformPath::direct);
+}
+
+TEST(LaunchShape, ForcedPathWins) {
+  const StagedShape shape = staged_shape<float, float>(kH100);
+  {
+    const hardact::detail::ScopedTransformPath staged(TransformPath::staged);
+    EXPECT_EQ(choose_path(kH100, 16, shape), TransformPath::staged);
+  }
+  {
+    const hardact::detail::ScopedTransformPath direct(TransformPath::direct);
+    EXPECT_EQ(choose_path(kH100, std::size_t(1) << 40, shape), TransformPath::direct);
+  }
+  EXPECT_EQ(choose_path(kH100, 16, shape), TransformPath::direct);
+}
+
+}  // namespace
