@@ -111,6 +111,33 @@ class ReturnToDevice {
   int device_;
 };
 
+/// Peer access from the current device to `peer` for the scope: enabled on construction and
+/// disabled again on destruction, also when a failed assertion leaves the test early, so later
+/// tests in the process find it off. (Expected failures of CUDA calls are avoided throughout:
+/// compute-sanitizer reports every failing API call as an error.)
+class PeerAccessScope {
+ public:
+  explicit PeerAccessScope(int peer) : peer_(peer) {
+    status_ = cudaGetDevice(&device_);
+    if (status_ == cudaSuccess) status_ = cudaDeviceEnablePeerAccess(peer, 0);
+  }
+  ~PeerAccessScope() {
+    if (status_ != cudaSuccess) return;
+    int current = 0;
+    (void)cudaGetDevice(&current);
+    (void)cudaSetDevice(device_);
+    (void)cudaDeviceDisablePeerAccess(peer_);
+    (void)cudaSetDevice(current);
+  }
+  PeerAccessScope(const PeerAccessScope&) = delete;
+  PeerAccessScope& operator=(const PeerAccessScope&) = delete;
+  cudaError_t status() const { return status_; }
+
+ private:
+  int peer_, device_ = 0;
+  cudaError_t status_;
+};
+
 /// Skips the test unless the process sees at least two devices.
 #define HARDACT_REQUIRE_TWO_DEVICES()                                                                      \
   do {                                                                                                     \
@@ -269,13 +296,7 @@ template <class Launchers>
 void refused_on_other_device_without_peer_access() {
   HARDACT_REQUIRE_TWO_DEVICES();
   HARDACT_ASSERT_CUDA(cudaSetDevice(0));
-  // Peer access is process state another test may have left on: switch it off for this test.
-  const cudaError_t disabled = cudaDeviceDisablePeerAccess(1);
-  if (disabled == cudaErrorPeerAccessNotEnabled) {
-    (void)cudaGetLastError();
-  } else {
-    HARDACT_ASSERT_CUDA(disabled);
-  }
+  // Peer access is off: nothing in these test executables enables it outside a PeerAccessScope.
   int can_access_peer = 0;
   HARDACT_ASSERT_CUDA(cudaDeviceCanAccessPeer(&can_access_peer, 0, 1));
   std::printf("hardact-multi: device 0 %s device 1's memory once peer access is enabled; it is off here\n",
@@ -364,13 +385,8 @@ void accepted_on_peer_with_peer_access() {
   ReturnToDevice device_one_objects_end_on_one(1);
 
   HARDACT_ASSERT_CUDA(cudaSetDevice(0));
-  const cudaError_t enabled = cudaDeviceEnablePeerAccess(1, 0);
-  const bool enabled_here = enabled == cudaSuccess;
-  if (enabled == cudaErrorPeerAccessAlreadyEnabled) {
-    (void)cudaGetLastError();
-  } else {
-    HARDACT_ASSERT_CUDA(enabled);
-  }
+  PeerAccessScope peer_access(1);
+  HARDACT_ASSERT_CUDA(peer_access.status());
   Stream stream0;
   HARDACT_ASSERT_CUDA(stream0.status());
   StreamArray<float> x0(kLength, kOffset);
@@ -424,7 +440,6 @@ void accepted_on_peer_with_peer_access() {
   read_back_on_one(expected_backward(grad_values, x_values));
 
   HARDACT_ASSERT_CUDA(cudaSetDevice(0));
-  if (enabled_here) HARDACT_ASSERT_CUDA(cudaDeviceDisablePeerAccess(1));
   HARDACT_ASSERT_CUDA(cudaGetLastError());
 }
 
