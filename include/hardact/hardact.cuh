@@ -3,8 +3,10 @@
 ///
 /// Layers, from the outside in:
 ///   transform.cuh                  launchers (cudaError_t, stream last)
+///   checked.cuh                    the same launchers, refusing pointers the device cannot reach
 ///   dispatch/dispatch_transform    argument checks, vector width, alignment path, grid
 ///   dispatch/device_properties     per-device properties, cached
+///   dispatch/pointer_check         which device a pointer belongs to (opt-in check)
 ///   kernel/transform_kernel        the one kernel template
 ///   policy/*                       activation functors
 ///   numeric/*                      compute types, conversions, NaN- and zero-aware comparisons
@@ -14,3 +16,4 @@
 #include <hardact/numeric/conversions.cuh>
 #include <hardact/policies.cuh>
 #include <hardact/transform.cuh>
+#include <hardact/checked.cuh>

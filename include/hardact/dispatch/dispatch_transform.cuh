@@ -8,6 +8,9 @@
 #include <hardact/dispatch/launch_shape.cuh>
 #include <hardact/kernel/direct_transform_kernel.cuh>
 #include <hardact/kernel/staged_transform_kernel.cuh>
+#ifdef HARDACT_CHECK_POINTER_DEVICES  // opt-in pointer/device check, see pointer_check.cuh
+#include <hardact/dispatch/pointer_check.cuh>
+#endif
 
 #include <cuda/std/type_traits>
 #include <cuda_runtime_api.h>
@@ -278,6 +281,9 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
   if (n == 0) return cudaSuccess;
   if (!is_usable_range(out, n) || !(is_usable_range(in, n) && ...)) return cudaErrorInvalidValue;
   if ((overlaps_unsafely(out, in, n) || ...)) return cudaErrorInvalidValue;
+#ifdef HARDACT_CHECK_POINTER_DEVICES  // opt-in: refuse pointers the current device cannot reach
+  if (const cudaError_t access = check_pointer_devices(out, in...); access != cudaSuccess) return access;
+#endif
 
   DeviceProperties device;
   const cudaError_t status = current_device_properties(device);
