@@ -8,6 +8,7 @@
 #include <hardact/dispatch/launch_shape.cuh>
 #include <hardact/kernel/direct_transform_kernel.cuh>
 #include <hardact/kernel/staged_transform_kernel.cuh>
+#include <hardact/policy/validity.cuh>
 #ifdef HARDACT_CHECK_POINTER_DEVICES  // opt-in pointer/device check, see pointer_check.cuh
 #include <hardact/dispatch/pointer_check.cuh>
 #endif
@@ -68,22 +69,6 @@ inline constexpr int kVectorsPerThread =
     Width * kMaxElementSize<T...> >= static_cast<std::size_t>(kBytesPerThread<T...>)
         ? 1
         : static_cast<int>(kBytesPerThread<T...> / (Width * kMaxElementSize<T...>));
-
-/// Policies with run-time parameters may define `bool is_valid() const`; others are always valid.
-template <class Op, class = void>
-struct has_is_valid : cuda::std::false_type {};
-template <class Op>
-struct has_is_valid<Op, cuda::std::void_t<decltype(static_cast<bool>(cuda::std::declval<const Op&>().is_valid()))>>
-    : cuda::std::true_type {};
-
-template <class Op>
-bool policy_is_valid(const Op& op) {
-  if constexpr (has_is_valid<Op>::value) {
-    return static_cast<bool>(op.is_valid());
-  } else {
-    return true;
-  }
-}
 
 inline std::uintptr_t address_of(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer); }
 

@@ -4,31 +4,9 @@
 #pragma once
 
 #include <hardact/numeric/conversions.cuh>
-
-#include <cuda/std/type_traits>
-#include <cuda/std/utility>
+#include <hardact/policy/validity.cuh>
 
 namespace hardact {
-namespace detail {
-
-template <class Step, class = void>
-struct step_has_is_valid : cuda::std::false_type {};
-template <class Step>
-struct step_has_is_valid<Step,
-                         cuda::std::void_t<decltype(static_cast<bool>(cuda::std::declval<const Step&>().is_valid()))>>
-    : cuda::std::true_type {};
-
-/// A step's own is_valid(), or true for steps without run-time parameters.
-template <class Step>
-__host__ __device__ bool step_is_valid(const Step& step) {
-  if constexpr (step_has_is_valid<Step>::value) {
-    return static_cast<bool>(step.is_valid());
-  } else {
-    return true;
-  }
-}
-
-}  // namespace detail
 
 /// Steps applied in order, each to the previous one's result; built by hardact::chain.
 ///
@@ -45,7 +23,7 @@ template <class Last>
 struct Chain<Last> {
   Last first;  ///< the only (or last) step
 
-  __host__ __device__ bool is_valid() const { return detail::step_is_valid(first); }
+  __host__ __device__ bool is_valid() const { return detail::policy_is_valid(first); }
 
   template <class T, class... More>
   __host__ __device__ T operator()(T x, More... more) const {
@@ -59,7 +37,7 @@ struct Chain<First, Rest...> {
   First first;          ///< applied first, to the chain's arguments
   Chain<Rest...> rest;  ///< applied to first's result (in the compute type, so nothing is rounded)
 
-  __host__ __device__ bool is_valid() const { return detail::step_is_valid(first) && rest.is_valid(); }
+  __host__ __device__ bool is_valid() const { return detail::policy_is_valid(first) && rest.is_valid(); }
 
   template <class T, class... More>
   __host__ __device__ T operator()(T x, More... more) const {

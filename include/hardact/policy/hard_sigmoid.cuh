@@ -1,5 +1,6 @@
 /// @file hard_sigmoid.cuh
-/// @brief HardSigmoid policies: PyTorch's form and the ONNX / TensorRT / Keras slope-offset form.
+/// @brief HardSigmoid policies: PyTorch's form, the ONNX / TensorRT / Keras slope-offset form, and
+///        the gradient of PyTorch's form.
 #pragma once
 
 #include <hardact/numeric/arithmetic.cuh>
@@ -70,6 +71,28 @@ struct HardSigmoid {
       return from_compute<T>(relu6 / 6.0);
     } else {
       return from_compute<T>(relu6 * C(1.0f / 6.0f));
+    }
+  }
+};
+
+/// Gradient of HardSigmoid, PyTorch's `hardsigmoid_backward(grad_output, self)`:
+///   dx = (x > -3 && x < 3) ? grad * float(1/6) : 0
+///
+/// - float, half, bfloat16: computed in float, rounded once, bit for bit PyTorch; the product keeps
+///   subnormals under -use_fast_math. A NaN x gives +0; a NaN grad inside (-3, 3) gives NaN.
+/// - double: grad / 6 correctly rounded, the derivative of `HardSigmoid{}`'s double form
+///   (PyTorch multiplies by float(1/6) widened to double, a relative difference below 2e-8).
+/// - Use with the two-input launcher: `transform(HardSigmoidBackward{}, grad, x, dx, n, stream)`.
+struct HardSigmoidBackward {
+  template <class T>
+  __host__ __device__ T operator()(T grad, T x) const {
+    using C = compute_t<T>;
+    const C input = to_compute(x);
+    if (!(input > C(-3) && input < C(3))) return from_compute<T>(C(0));
+    if constexpr (cuda::std::is_same_v<C, double>) {
+      return from_compute<T>(detail::div_rn(to_compute(grad), 6.0));
+    } else {
+      return from_compute<T>(detail::mul_rn(to_compute(grad), C(1.0f / 6.0f)));
     }
   }
 };

@@ -1,5 +1,5 @@
 /// @file hard_tanh.cuh
-/// @brief HardTanh policy.
+/// @brief HardTanh policy and its gradient.
 #pragma once
 
 #include <hardact/numeric/arithmetic.cuh>
@@ -32,6 +32,33 @@ struct HardTanh {
     if (detail::is_nan(value)) return x;
     return from_compute<T>(
         detail::clamp_ordered_zeros(value, detail::parameter_as<C>(min_val), detail::parameter_as<C>(max_val)));
+  }
+};
+
+/// Gradient of HardTanh, PyTorch's `hardtanh_backward(grad_output, self, min_val, max_val)`:
+///   dx = (x <= min_val || x >= max_val) ? 0 : grad
+///
+/// - Aggregate like HardTanh: `HardTanhBackward{}` is [-1, 1]; `HardTanhBackward{0.0, 6.0}` is the
+///   gradient of ReLU6 (a positive subnormal x passes grad, also under -use_fast_math).
+/// - Bounds are converted to the compute type as in HardTanh; grad is passed through unchanged, so a
+///   NaN x (which fails both tests) passes grad through, as in PyTorch.
+/// - Launchers reject min_val > max_val or a NaN bound with cudaErrorInvalidValue (is_valid()).
+struct HardTanhBackward {
+  double min_val = -1.0;  ///< lower bound of the forward HardTanh
+  double max_val = 1.0;   ///< upper bound of the forward HardTanh
+
+  /// False when the bounds are NaN or out of order; launchers then refuse to run.
+  __host__ __device__ constexpr bool is_valid() const { return min_val <= max_val; }
+
+  template <class T>
+  __host__ __device__ T operator()(T grad, T x) const {
+    using C = compute_t<T>;
+    const C input = to_compute(x);
+    if (detail::less_equal(input, detail::parameter_as<C>(min_val)) ||
+        detail::greater_equal(input, detail::parameter_as<C>(max_val))) {
+      return from_compute<T>(C(0));
+    }
+    return grad;
   }
 };
 
