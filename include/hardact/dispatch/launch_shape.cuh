@@ -131,13 +131,14 @@ StagedShape staged_shape(const DeviceProperties& device) {
   if (resident == 0) return shape;
   const double wanted_tile = in_flight / static_cast<double>(resident);
   int units = 1;
-  while (units < kStagedMaxUnitsPerThread && wanted_tile > 1.4142 * static_cast<double>(units * Base::kLoadedBytes)) {
+  while (units < kStagedMaxUnitsPerThread && wanted_tile > 1.4142 * static_cast<double>(units) * static_cast<double>(Base::kLoadedBytes)) {
     units *= 2;
   }
   if (forced_units >= 1 && forced_units <= kStagedMaxUnitsPerThread) units = forced_units;
   shape.units_per_thread = units;
 
-  const bool enough = static_cast<double>(resident * static_cast<std::size_t>(units) * Base::kLoadedBytes) >= in_flight / 2;
+  const bool enough =
+      static_cast<double>(resident) * static_cast<double>(units) * static_cast<double>(Base::kLoadedBytes) >= in_flight / 2;
   if (forced_blocks == 0 && forced_stages == 0 && enough &&
       Largest::shared_memory_bytes(1) <= kDefaultSharedMemoryPerBlock) {
     shape.tiles_per_block = 1;

@@ -30,7 +30,7 @@ struct TransformRange {
 
 template <class T, int Width, int Count>
 struct VectorBatch {
-  AlignedVector<T, Width> vectors[Count];
+  AlignedVector<T, Width> vectors[static_cast<std::size_t>(Count)];
 };
 
 template <int BlockThreads, int Width, int VectorsPerThread, bool Full, class T>

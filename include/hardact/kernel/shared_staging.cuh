@@ -81,7 +81,7 @@ __device__ __forceinline__ void order_reads_before_bulk_copy() { cuda::ptx::fenc
 /// so relatively misaligned inputs still cost only 16-byte shared-memory loads.
 template <int Bytes>
 __device__ __forceinline__ void read_shifted_words(const unsigned char* aligned, unsigned shift,
-                                                   std::uint32_t (&words)[Bytes / 4]) {
+                                                   std::uint32_t (&words)[static_cast<std::size_t>(Bytes / 4)]) {
   static_assert(Bytes % 16 == 0, "hardact: staged reads are whole 16-byte vectors");
   constexpr int kVectors = Bytes / 16;
   const uint4* vectors = reinterpret_cast<const uint4*>(aligned);
@@ -96,7 +96,7 @@ __device__ __forceinline__ void read_shifted_words(const unsigned char* aligned,
     }
     return;
   }
-  std::uint32_t window[4 * (kVectors + 1)];
+  std::uint32_t window[static_cast<std::size_t>(4 * (kVectors + 1))];
 #pragma unroll
   for (int v = 0; v <= kVectors; ++v) {
     const uint4 vector = vectors[v];

@@ -70,7 +70,7 @@ template <class T, int Elements>
 __device__ __forceinline__ AlignedVector<T, Elements> read_staged_unit(const unsigned char* buffer, unsigned shift,
                                                                        std::size_t unit) {
   constexpr int kBytes = Elements * static_cast<int>(sizeof(T));
-  std::uint32_t words[kBytes / 4];
+  std::uint32_t words[static_cast<std::size_t>(kBytes / 4)];
   read_shifted_words<kBytes>(buffer + unit * kBytes, shift, words);
   AlignedVector<T, Elements> vector;
   memcpy(&vector, words, kBytes);  // a register-to-register reinterpretation

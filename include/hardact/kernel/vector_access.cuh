@@ -22,7 +22,7 @@ inline constexpr std::size_t kVectorAlignment =
 /// accesses (one 16-byte access, or several when the vector is wider than 16 bytes).
 template <class T, int Width>
 struct alignas(kVectorAlignment<T, Width>) AlignedVector {
-  T elements[Width];
+  T elements[static_cast<std::size_t>(Width)];
 };
 
 /// Each element is touched once, so loads and stores are marked evict-first (.cs) to leave the
