@@ -99,6 +99,8 @@ TEST(DeviceGraph, CapturedCallsReplayOnFreshData) {
     HARDACT_ASSERT_CUDA(float_in.upload(float_inputs));
     HARDACT_ASSERT_CUDA(float_out.poison_payload());
     HARDACT_ASSERT_CUDA(half_data.upload(half_inputs));
+    // cudaMemset runs on the legacy stream, which a non-blocking stream does not wait for.
+    HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
     HARDACT_ASSERT_CUDA(cudaGraphLaunch(exec, stream.get()));
     HARDACT_ASSERT_CUDA(cudaStreamSynchronize(stream.get()));
     EXPECT_TRUE(output_matches(float_out, float_inputs, reference::HardSigmoid{}, NanBits::Any)) << "replay " << replay;

@@ -146,6 +146,8 @@ TEST(DeviceStagedPath, CapturedInAGraph) {
     const std::vector<__half> inputs = device_inputs<__half>(n, 9300 + static_cast<std::uint64_t>(replay));
     HARDACT_ASSERT_CUDA(in.upload(inputs));
     HARDACT_ASSERT_CUDA(out.poison_payload());
+    // cudaMemset runs on the legacy stream, which a non-blocking stream does not wait for.
+    HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
     HARDACT_ASSERT_CUDA(cudaGraphLaunch(exec, stream));
     HARDACT_ASSERT_CUDA(cudaStreamSynchronize(stream));
     std::vector<__half> outputs;
