@@ -106,7 +106,8 @@ def special_values(dtype: torch.dtype) -> list[float]:
 def salted_random(numel: int, dtype: torch.dtype, generator: torch.Generator, scale: float = 4.0,
                   device: str = "cuda") -> torch.Tensor:
     """Normal values times `scale`, with the special values at the start and at ~2% of positions."""
-    x = (torch.randn(numel, generator=generator, device=device, dtype=torch.float64) * scale).to(dtype)
+    wide = torch.float64 if dtype == torch.float64 else torch.float32  # float32 keeps big tensors small
+    x = (torch.randn(numel, generator=generator, device=device, dtype=wide) * scale).to(dtype)
     if numel == 0:
         return x
     specials = torch.tensor(special_values(dtype), dtype=torch.float64, device=device).to(dtype)
