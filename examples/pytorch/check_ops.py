@@ -10,8 +10,8 @@ fake kernels are registered; fake kernels give the sizes, strides and dtype of e
 contiguous, transposed, offset and gapped inputs and raise the CUDA kernels' errors; a model using
 the ops compiles with fullgraph=True (no graph break) and its backward graph calls the hardact
 backward ops.
-With a GPU: torch.library.opcheck on every op (four dtypes; the functional and backward forms with
-inputs requiring grad), torch.compile(fullgraph=True) with Inductor forward and backward bit for
+With a GPU: torch.library.opcheck on every op (four dtypes, and an offset view and a transposed
+tensor in float32; the functional and backward forms with inputs requiring grad), torch.compile(fullgraph=True) with Inductor forward and backward bit for
 bit against eager PyTorch, CUDA graph capture and replay, every layout against F.* bit for bit,
 the refusals (in place / out= under autograd, overlapping writes), double backward.
 
@@ -228,13 +228,66 @@ def check_compile_tracing(results: Results) -> None:
     print(f"compile tracing: {results.summary()}")
 
 
+def check_dtensor_rules(results: Results) -> None:
+    """The DTensor sharding rules, without GPUs: a fake two-rank process group (no communication) and
+    stand-in CPU kernels (F.*) registered for this check only, as the rules do not depend on the
+    device. A Shard(d) input must give a Shard(d) output and gradient with no collective."""
+    try:
+        import torch.distributed as dist
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+        from torch.distributed.tensor.debug import CommDebugMode
+        from torch.testing._internal.distributed.fake_pg import FakeStore
+    except ImportError as error:
+        results.skip("DTensor sharding rules", f"torch.distributed not usable here ({error})")
+        return
+    stand_in = torch.library.Library("hardact", "IMPL")  # removed again at the end of this check
+    stand_in.impl("hardsigmoid", F.hardsigmoid, "CPU")
+    stand_in.impl("hardtanh", lambda x, low, high: F.hardtanh(x, low, high), "CPU")
+    stand_in.impl("relu6_", lambda x: F.relu6(x, inplace=True), "CPU")
+    stand_in.impl("hardsigmoid_backward", torch.ops.aten.hardsigmoid_backward, "CPU")
+    stand_in.impl("hardtanh_backward", torch.ops.aten.hardtanh_backward, "CPU")
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
+    try:
+        mesh = init_device_mesh("cpu", (2,))
+        x_full = torch.randn(8, 6)
+        for dim in (0, 1):
+            x = distribute_tensor(x_full, mesh, [Shard(dim)]).requires_grad_()
+            grad = distribute_tensor(torch.randn(8, 6), mesh, [Shard(dim)])
+            with CommDebugMode() as comms:
+                y = ops.hardsigmoid(x)
+                z = ops.hardtanh(x, min_val=0.0, max_val=0.5)
+                (dx,) = torch.autograd.grad(y + z, x, grad)
+                target = distribute_tensor(x_full.clone(), mesh, [Shard(dim)])
+            with CommDebugMode() as inplace_comms:
+                ops.relu6_(target)
+            for what, placements in [("hardsigmoid", y.placements), ("hardtanh", z.placements),
+                                     ("gradient", dx.placements), ("relu6_ in place", target.placements)]:
+                results.record("" if placements == (Shard(dim),) else f"placements {placements}",
+                               f"DTensor Shard({dim}) {what} stays Shard({dim})")
+            # The only collective allowed is the scatter of distribute_tensor itself.
+            counts = {str(op): n for op, n in comms.get_comm_counts().items() if n}
+            results.record("" if set(counts) <= {"c10d_functional.scatter", "c10d.scatter_"} or not counts else
+                           f"collectives {counts}", f"DTensor Shard({dim}): no collective in the ops")
+            results.record("" if inplace_comms.get_total_counts() == 0 else "a collective ran",
+                           f"DTensor Shard({dim}) in place: no collective")
+        replicated = ops.hardsigmoid(distribute_tensor(x_full, mesh, [Replicate()]))
+        results.record("" if replicated.placements == (Replicate(),) else f"{replicated.placements}",
+                       "DTensor Replicate stays Replicate")
+    finally:
+        dist.destroy_process_group()
+        stand_in._destroy()
+    print(f"DTensor sharding rules (fake process group): {results.summary()}")
+
+
 # ---- GPU -----------------------------------------------------------------------------------------
 
 def check_opcheck(results: Results, generator: torch.Generator) -> None:
     """torch.library.opcheck on every op: schema, fake kernel, autograd registration, AOT dispatch."""
     without_autograd = ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
     for dtype in FLOAT_DTYPES:
-        for layout in ("contiguous", "offset view", "transposed"):
+        # Layouts matter to the fake kernels (strides), not to the dtype: all of them in float32.
+        for layout in ("contiguous", "offset view", "transposed") if dtype == torch.float32 else ("contiguous",):
             def sample(requires_grad=False):
                 x = salted_random(65 * 33 + 1, dtype, generator)
                 x = x[1:].view(65, 33) if layout == "offset view" else x[:-1].view(65, 33)
@@ -438,6 +491,7 @@ def main() -> int:
     check_registration(results)
     check_fake_kernels(results)
     check_compile_tracing(results)
+    check_dtensor_rules(results)
     gpu_checks = [check_opcheck, check_layouts, check_refusals, check_autograd, check_compile_cuda, check_cuda_graph]
     if args.no_gpu or not torch.cuda.is_available():
         reason = "--no-gpu" if args.no_gpu else "no CUDA GPU visible to PyTorch"
