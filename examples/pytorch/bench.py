@@ -9,7 +9,8 @@ eager (torch.ops.hardact.*), the op under torch.compile, F.* eager, and torch.co
 (Inductor's Triton kernel). One CUDA-event timing per call; the implementations take turns rep by
 rep, first in that order, then in reverse order (a table for each), so clock and thermal drift hit
 all of them alike. Printed per order: median ms, GB/s (bytes read + written), the ratio to copy_'s
-median, and the spread (min-max ms). Every output is checked bit for bit against F.* once.
+median, and the spread (min-max ms). Every output is checked bit for bit against eager F.* once:
+a hardact difference fails the run; one of torch.compile(F.*) is printed as a note.
 """
 
 from __future__ import annotations
@@ -99,9 +100,11 @@ def main() -> int:
             expected = reference(x)
             for name in list(functions)[1:]:
                 report = mismatch_report(functions[name](), expected)
-                if report:
+                if report and name.startswith("hardact"):
                     mismatches += 1
                     print(f"  FAIL {name} differs from F.{op_name}: {report}")
+                elif report:  # Inductor's own code against eager PyTorch: a finding, not our failure
+                    print(f"  note: {name} differs from eager F.{op_name}: {report}")
             del expected
             print(f"\n{NAMES[dtype]} {op_name}:")
             print_table("order as listed", time_interleaved(functions, args.reps, args.warmups), bytes_moved)
@@ -111,7 +114,7 @@ def main() -> int:
                 key=lambda item: list(functions).index(item[0]))}, bytes_moved)
         x = target = None  # frees both before the next dtype
         torch.cuda.empty_cache()
-    print(f"\noutputs checked against F.*: {mismatches} mismatches")
+    print(f"\nhardact outputs checked against F.*: {mismatches} mismatches")
     return 0 if mismatches == 0 else 1
 
 
