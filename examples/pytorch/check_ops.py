@@ -11,9 +11,11 @@ contiguous, transposed, offset and gapped inputs and raise the CUDA kernels' err
 the ops compiles with fullgraph=True (no graph break) and its backward graph calls the hardact
 backward ops.
 With a GPU: torch.library.opcheck on every op (four dtypes, and an offset view and a transposed
-tensor in float32; the functional and backward forms with inputs requiring grad), torch.compile(fullgraph=True) with Inductor forward and backward bit for
-bit against eager PyTorch, CUDA graph capture and replay, every layout against F.* bit for bit,
-the refusals (in place / out= under autograd, overlapping writes), double backward.
+tensor in float32; the functional and backward forms with inputs requiring grad);
+torch.compile(fullgraph=True) with Inductor, forward and backward bit for bit against eager F.*;
+CUDA graph capture and replay; every layout against F.* bit for bit; the refusals (in place / out=
+under autograd, overlapping writes); gradients and second derivatives against torch.autograd.
+Also without a GPU: the DTensor sharding rules on a fake two-rank process group.
 
 Prints FAIL lines and ends with `N passed, M failed[, K skipped]`. Exit status: 0 no failure,
 1 a failure, 3 the package is not installed.
@@ -22,6 +24,7 @@ Prints FAIL lines and ends with `N passed, M failed[, K skipped]`. Exit status: 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 
@@ -118,11 +121,14 @@ def check_fake_kernels(results: Results) -> None:
                     results.record(report, f"fake {what} {NAMES[dtype]} {layout}")
                 out = torch.empty_like(x)
                 returned = getattr(ops, name).out(x, *extra, out=out)
-                results.record("" if returned is out else "did not return out", f"fake {name}.out {layout}")
+                results.record("" if returned is None and out.stride() == expected.stride() else
+                               f"returned {type(returned).__name__}, out strides {out.stride()}",
+                               f"fake {name}.out {layout} (returns nothing, out unchanged)")
         x = base.to(dtype)
         for name, _, extra in OP_CASES:
             returned = getattr(ops, name + "_")(x, *extra)
-            results.record("" if returned is x else "did not return x", f"fake {name}_ returns its input")
+            results.record("" if returned is None else f"returned {type(returned).__name__}",
+                           f"fake {name}_ returns nothing")
     int_x = torch.empty(8, dtype=torch.int32, device="meta")
     x = torch.empty(8, device="meta")
     error_cases = [
@@ -217,20 +223,58 @@ def check_compile_tracing(results: Results) -> None:
         y = x * 2.0
         ha.hardsigmoid_(y)
         ha.hardtanh_(y, 0.25, 0.75)
-        return y
+        z = torch.empty_like(y)
+        ops.relu6.out(y, out=z)
+        return z
 
     try:
-        torch.compile(inplace_chain, backend="eager", fullgraph=True)(torch.empty(8, 8, device="meta"))
-        results.record("", "in-place ops under torch.compile(fullgraph=True)")
+        # aot_eager functionalizes the mutations, as Inductor does.
+        torch.compile(inplace_chain, backend="aot_eager", fullgraph=True)(torch.empty(8, 8, device="meta"))
+        results.record("", "in-place and out= ops under torch.compile(fullgraph=True), functionalized")
     except Exception as error:  # noqa: BLE001
         results.record(f"{type(error).__name__}: {error}", "in-place ops under torch.compile(fullgraph=True)")
     print(f"compile tracing: {results.summary()}")
 
 
+@contextlib.contextmanager
+def cpu_stand_ins():
+    """CPU kernels for every hardact op, computed with F.* and PyTorch's backward ops, registered only
+    inside this block: the registrations under test (schemas, fake kernels, autograd, Autograd
+    kernels, sharding rules) do not depend on the device, so they can be exercised without a GPU."""
+    library = torch.library.Library("hardact", "IMPL")
+    for name, reference, extra in OP_CASES:
+        def functional(x, *bounds, reference=reference, name=name):
+            return F.hardtanh(x, *bounds) if name == "hardtanh" else reference(x)
+
+        def inplace(x, *bounds, functional=functional):
+            x.copy_(functional(x, *bounds))
+
+        def out_variant(x, *bounds, out, functional=functional):
+            out.copy_(functional(x, *bounds))
+
+        def backward(grad, x, *bounds, name=name):
+            return REFERENCE_BACKWARD[name](grad, x, *bounds)
+
+        library.impl(name, functional, "CPU")
+        library.impl(name + "_", inplace, "CPU")
+        library.impl(name + ".out", out_variant, "CPU")
+        library.impl(name + "_backward", backward, "CPU")
+    try:
+        yield
+    finally:
+        library._destroy()
+
+
+def check_opcheck_cpu(results: Results) -> None:
+    """torch.library.opcheck with the CPU stand-ins: everything opcheck tests but the CUDA kernels."""
+    with cpu_stand_ins():
+        check_opcheck(results, torch.Generator().manual_seed(3), device="cpu")
+
+
 def check_dtensor_rules(results: Results) -> None:
     """The DTensor sharding rules, without GPUs: a fake two-rank process group (no communication) and
-    stand-in CPU kernels (F.*) registered for this check only, as the rules do not depend on the
-    device. A Shard(d) input must give a Shard(d) output and gradient with no collective."""
+    the CPU stand-ins, as the rules do not depend on the device. A Shard(d) input must give a
+    Shard(d) output, gradient and in-place result with no collective."""
     try:
         import torch.distributed as dist
         from torch.distributed.device_mesh import init_device_mesh
@@ -240,55 +284,49 @@ def check_dtensor_rules(results: Results) -> None:
     except ImportError as error:
         results.skip("DTensor sharding rules", f"torch.distributed not usable here ({error})")
         return
-    stand_in = torch.library.Library("hardact", "IMPL")  # removed again at the end of this check
-    stand_in.impl("hardsigmoid", F.hardsigmoid, "CPU")
-    stand_in.impl("hardtanh", lambda x, low, high: F.hardtanh(x, low, high), "CPU")
-    stand_in.impl("relu6_", lambda x: F.relu6(x, inplace=True), "CPU")
-    stand_in.impl("hardsigmoid_backward", torch.ops.aten.hardsigmoid_backward, "CPU")
-    stand_in.impl("hardtanh_backward", torch.ops.aten.hardtanh_backward, "CPU")
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
     try:
-        mesh = init_device_mesh("cpu", (2,))
-        x_full = torch.randn(8, 6)
-        for dim in (0, 1):
-            x = distribute_tensor(x_full, mesh, [Shard(dim)]).requires_grad_()
-            grad = distribute_tensor(torch.randn(8, 6), mesh, [Shard(dim)])
-            with CommDebugMode() as comms:
-                y = ops.hardsigmoid(x)
-                z = ops.hardtanh(x, min_val=0.0, max_val=0.5)
-                (dx,) = torch.autograd.grad(y + z, x, grad)
-                target = distribute_tensor(x_full.clone(), mesh, [Shard(dim)])
-            with CommDebugMode() as inplace_comms:
-                ops.relu6_(target)
-            for what, placements in [("hardsigmoid", y.placements), ("hardtanh", z.placements),
-                                     ("gradient", dx.placements), ("relu6_ in place", target.placements)]:
-                results.record("" if placements == (Shard(dim),) else f"placements {placements}",
-                               f"DTensor Shard({dim}) {what} stays Shard({dim})")
-            # The only collective allowed is the scatter of distribute_tensor itself.
-            counts = {str(op): n for op, n in comms.get_comm_counts().items() if n}
-            results.record("" if set(counts) <= {"c10d_functional.scatter", "c10d.scatter_"} or not counts else
-                           f"collectives {counts}", f"DTensor Shard({dim}): no collective in the ops")
-            results.record("" if inplace_comms.get_total_counts() == 0 else "a collective ran",
-                           f"DTensor Shard({dim}) in place: no collective")
-        replicated = ops.hardsigmoid(distribute_tensor(x_full, mesh, [Replicate()]))
-        results.record("" if replicated.placements == (Replicate(),) else f"{replicated.placements}",
-                       "DTensor Replicate stays Replicate")
+        with cpu_stand_ins():
+            mesh = init_device_mesh("cpu", (2,))
+            x_full = torch.randn(8, 6)
+            for dim in (0, 1):
+                x = distribute_tensor(x_full, mesh, [Shard(dim)]).requires_grad_()
+                grad = distribute_tensor(torch.randn(8, 6), mesh, [Shard(dim)])
+                with CommDebugMode() as comms:
+                    y = ops.hardsigmoid(x)
+                    z = ops.hardtanh(x, min_val=0.0, max_val=0.5)
+                    (dx,) = torch.autograd.grad(y + z, x, grad)
+                    target = distribute_tensor(x_full.clone(), mesh, [Shard(dim)])
+                with CommDebugMode() as inplace_comms:
+                    ops.relu6_(target)
+                for what, placements in [("hardsigmoid", y.placements), ("hardtanh", z.placements),
+                                         ("gradient", dx.placements), ("relu6_ in place", target.placements)]:
+                    results.record("" if placements == (Shard(dim),) else f"placements {placements}",
+                                   f"DTensor Shard({dim}) {what} stays Shard({dim})")
+                # The only collective allowed is the scatter of distribute_tensor itself.
+                counts = {str(op): n for op, n in comms.get_comm_counts().items() if n}
+                results.record("" if set(counts) <= {"c10d_functional.scatter", "c10d.scatter_"} or not counts else
+                               f"collectives {counts}", f"DTensor Shard({dim}): no collective in the ops")
+                results.record("" if inplace_comms.get_total_counts() == 0 else "a collective ran",
+                               f"DTensor Shard({dim}) in place: no collective")
+            replicated = ops.hardsigmoid(distribute_tensor(x_full, mesh, [Replicate()]))
+            results.record("" if replicated.placements == (Replicate(),) else f"{replicated.placements}",
+                           "DTensor Replicate stays Replicate")
     finally:
         dist.destroy_process_group()
-        stand_in._destroy()
     print(f"DTensor sharding rules (fake process group): {results.summary()}")
 
 
 # ---- GPU -----------------------------------------------------------------------------------------
 
-def check_opcheck(results: Results, generator: torch.Generator) -> None:
+def check_opcheck(results: Results, generator: torch.Generator, device: str = "cuda") -> None:
     """torch.library.opcheck on every op: schema, fake kernel, autograd registration, AOT dispatch."""
     without_autograd = ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
     for dtype in FLOAT_DTYPES:
         # Layouts matter to the fake kernels (strides), not to the dtype: all of them in float32.
         for layout in ("contiguous", "offset view", "transposed") if dtype == torch.float32 else ("contiguous",):
             def sample(requires_grad=False):
-                x = salted_random(65 * 33 + 1, dtype, generator)
+                x = salted_random(65 * 33 + 1, dtype, generator, device=device)
                 x = x[1:].view(65, 33) if layout == "offset view" else x[:-1].view(65, 33)
                 if layout == "transposed":
                     x = x.t()
@@ -310,8 +348,8 @@ def check_opcheck(results: Results, generator: torch.Generator) -> None:
                         report = ""
                     except Exception as error:  # noqa: BLE001  (opcheck's report is the detail)
                         report = f"{type(error).__name__}: {str(error)[:600]}"
-                    results.record(report, f"opcheck {what} {NAMES[dtype]} {layout}")
-        print(f"opcheck {NAMES[dtype]:9}: {results.summary()}")
+                    results.record(report, f"opcheck {what} {NAMES[dtype]} {layout} ({device})")
+        print(f"opcheck {NAMES[dtype]:9} ({device}): {results.summary()}")
 
 
 def check_layouts(results: Results, generator: torch.Generator) -> None:
@@ -340,7 +378,7 @@ def check_layouts(results: Results, generator: torch.Generator) -> None:
                     view = layouts(storage)[[n for n, _ in layouts(storage)].index(layout)][1]
                     untouched = storage.clone()
                     returned = getattr(ops, name + "_")(view, *extra)
-                    results.record("" if returned is view else "did not return its input", f"{label} in place returns x")
+                    results.record("" if returned is None else "returned something", f"{label} in place returns nothing")
                     results.record(mismatch_report(view, expected, x), f"{label} in place")
                     # Everything outside the view keeps its bits.
                     outside = torch.ones_like(storage, dtype=torch.bool)
@@ -495,6 +533,7 @@ def main() -> int:
     check_fake_kernels(results)
     check_compile_tracing(results)
     check_dtensor_rules(results)
+    check_opcheck_cpu(results)
     gpu_checks = [check_opcheck, check_layouts, check_refusals, check_autograd, check_compile_cuda, check_cuda_graph]
     if args.no_gpu or not torch.cuda.is_available():
         reason = "--no-gpu" if args.no_gpu else "no CUDA GPU visible to PyTorch"

@@ -5,8 +5,8 @@
     y = ha.hardtanh(x, -2.0, 2.0)                                    # like F.hardtanh(x, -2.0, 2.0)
 
 Importing this package registers the operators torch.ops.hardact.{hardsigmoid, hardtanh, hardswish,
-relu6} with their in-place (`hardsigmoid_`), out= (`hardsigmoid.out`) and backward
-(`hardsigmoid_backward`) forms, fake kernels (torch.compile, torch.export), autograd formulas and
+relu6} with their in-place (`hardsigmoid_`) and out= (`hardsigmoid.out`) forms, which return nothing,
+and backward (`hardsigmoid_backward`) forms, fake kernels (torch.compile, torch.export), autograd formulas and
 DTensor sharding rules. The functions and modules below are thin wrappers that mirror
 torch.nn.functional and torch.nn.
 
@@ -46,7 +46,10 @@ def _check_device(x, op_name: str) -> None:
 def hardsigmoid(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """F.hardsigmoid(x, inplace): min(max(x + 3, 0), 6) * float(1/6)."""
     _check_device(x, "hardsigmoid")
-    return ops.hardsigmoid_(x) if inplace else ops.hardsigmoid(x)
+    if inplace:
+        ops.hardsigmoid_(x)
+        return x
+    return ops.hardsigmoid(x)
 
 
 def hardsigmoid_(x: torch.Tensor) -> torch.Tensor:
@@ -57,7 +60,10 @@ def hardtanh(x: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0, inpla
     """F.hardtanh(x, min_val, max_val, inplace): clamp(x, min_val, max_val), NaN kept."""
     _check_device(x, "hardtanh")
     min_val, max_val = float(min_val), float(max_val)
-    return ops.hardtanh_(x, min_val, max_val) if inplace else ops.hardtanh(x, min_val, max_val)
+    if inplace:
+        ops.hardtanh_(x, min_val, max_val)
+        return x
+    return ops.hardtanh(x, min_val, max_val)
 
 
 def hardtanh_(x: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0) -> torch.Tensor:
@@ -67,7 +73,10 @@ def hardtanh_(x: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0) -> t
 def hardswish(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """F.hardswish(x, inplace): x * min(max(x + 3, 0), 6) / 6."""
     _check_device(x, "hardswish")
-    return ops.hardswish_(x) if inplace else ops.hardswish(x)
+    if inplace:
+        ops.hardswish_(x)
+        return x
+    return ops.hardswish(x)
 
 
 def hardswish_(x: torch.Tensor) -> torch.Tensor:
@@ -77,7 +86,10 @@ def hardswish_(x: torch.Tensor) -> torch.Tensor:
 def relu6(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """F.relu6(x, inplace): min(max(x, 0), 6)."""
     _check_device(x, "relu6")
-    return ops.relu6_(x) if inplace else ops.relu6(x)
+    if inplace:
+        ops.relu6_(x)
+        return x
+    return ops.relu6(x)
 
 
 def relu6_(x: torch.Tensor) -> torch.Tensor:

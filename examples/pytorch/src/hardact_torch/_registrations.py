@@ -45,7 +45,8 @@ def _check_like_x(op_name: str, x: torch.Tensor, other: torch.Tensor, other_name
 
 # ---- fake kernels ----------------------------------------------------------------------------------
 # The CUDA kernels return at::empty_like(x): same sizes, dtype and device, and x's strides when x is
-# non-overlapping and dense. torch.empty_like follows the same rule.
+# non-overlapping and dense. torch.empty_like follows the same rule. The in-place and out= forms
+# return nothing (see the schemas in csrc/ops.cu).
 
 def _register_fakes() -> None:
     for name in ("hardsigmoid", "hardswish", "relu6"):
@@ -55,12 +56,10 @@ def _register_fakes() -> None:
 
         def inplace(x, name=name):
             _check_dtype(name + "_", x)
-            return x
 
         def out_variant(x, *, out, name=name):
             _check_dtype(name + ".out", x)
             _check_like_x(name + ".out", x, out, "out")
-            return out
 
         def backward(grad_output, x, name=name):
             _check_dtype(name + "_backward", x)
@@ -82,14 +81,12 @@ def _register_fakes() -> None:
     def _(x, min_val=-1.0, max_val=1.0):
         _check_bounds("hardtanh_", min_val, max_val)
         _check_dtype("hardtanh_", x)
-        return x
 
     @torch.library.register_fake("hardact::hardtanh.out")
     def _(x, min_val=-1.0, max_val=1.0, *, out):
         _check_bounds("hardtanh.out", min_val, max_val)
         _check_dtype("hardtanh.out", x)
         _check_like_x("hardtanh.out", x, out, "out")
-        return out
 
     @torch.library.register_fake("hardact::hardtanh_backward")
     def _(grad_output, x, min_val, max_val):
@@ -174,7 +171,8 @@ def _register_autograd() -> None:
 
 def sharded_ops() -> list:
     """The op overloads with a DTensor sharding rule: functional, in-place and backward forms.
-    (The out= forms have none: DTensor's custom-sharding path does not handle out variants.)"""
+    (The out= forms have none: DTensor's dispatcher expects an out= op to return its out tensor, and
+    these return nothing, as AOTAutograd requires of custom mutating ops.)"""
     overloads = []
     for name in UNARY_OPS:
         overloads += [getattr(_ops, name).default, getattr(_ops, name + "_").default,
@@ -194,19 +192,22 @@ def _register_sharding() -> bool:
     except ImportError:
         return False
 
-    def rule(tensor_count: int):
+    def rule(tensor_count: int, returns_tensor: bool):
+        # The tensors come first in every schema, all of x's shape; the floats get None.
         def acceptable(*args, **kwargs):
-            spec = args[tensor_count - 1]  # x: the last tensor argument, all tensors have its shape
-            non_tensor_args = len(args) + len(kwargs) - tensor_count
-            choices = [([Replicate()], [Replicate()] * tensor_count + [None] * non_tensor_args)]
-            for dim in range(spec.ndim):
-                choices.append(([Shard(dim)], [Shard(dim)] * tensor_count + [None] * non_tensor_args))
+            spec = args[tensor_count - 1]
+            others = [None] * (len(args) + len(kwargs) - tensor_count)
+            choices = []
+            for placement in [Replicate()] + [Shard(dim) for dim in range(spec.ndim)]:
+                output = [placement] if returns_tensor else []
+                choices.append((output, [placement] * tensor_count + others))
             return choices
         return acceptable
 
     for name in UNARY_OPS:
-        register_sharding([getattr(_ops, name).default, getattr(_ops, name + "_").default])(rule(1))
-        register_sharding(getattr(_ops, name + "_backward").default)(rule(2))
+        register_sharding(getattr(_ops, name).default)(rule(1, True))
+        register_sharding(getattr(_ops, name + "_").default)(rule(1, False))
+        register_sharding(getattr(_ops, name + "_backward").default)(rule(2, True))
     return True
 
 

@@ -51,7 +51,7 @@ at::Tensor unary(const char* op_name, const Op& op, const at::Tensor& x) {
 }
 
 template <class Op>
-at::Tensor& unary_inplace(const char* op_name, const Op& op, at::Tensor& x) {
+void unary_inplace(const char* op_name, const Op& op, const at::Tensor& x) {
   check_input(op_name, x);
   at::assert_no_internal_overlap(x);  // e.g. expand(): PyTorch refuses these writes too
   const c10::cuda::CUDAGuard device_guard(x.device());
@@ -62,11 +62,10 @@ at::Tensor& unary_inplace(const char* op_name, const Op& op, at::Tensor& x) {
     launch_unary(op_name, op, dense, dense);
     x.copy_(dense);
   }
-  return x;
 }
 
 template <class Op>
-at::Tensor& unary_out(const char* op_name, const Op& op, const at::Tensor& x, at::Tensor& out) {
+void unary_out(const char* op_name, const Op& op, const at::Tensor& x, const at::Tensor& out) {
   check_input(op_name, x);
   check_same(op_name, x, out, "out");
   at::assert_no_internal_overlap(out);
@@ -79,7 +78,6 @@ at::Tensor& unary_out(const char* op_name, const Op& op, const at::Tensor& x, at
   } else {
     out.copy_(unary(op_name, op, x));
   }
-  return out;
 }
 
 template <class Op>
@@ -96,9 +94,9 @@ at::Tensor binary(const char* op_name, const Op& op, const at::Tensor& grad, con
 // ---- the ops -------------------------------------------------------------------------------------
 
 at::Tensor hardsigmoid(const at::Tensor& x) { return unary("hardsigmoid", hardact::HardSigmoid{}, x); }
-at::Tensor& hardsigmoid_(at::Tensor& x) { return unary_inplace("hardsigmoid_", hardact::HardSigmoid{}, x); }
-at::Tensor& hardsigmoid_out(const at::Tensor& x, at::Tensor& out) {
-  return unary_out("hardsigmoid.out", hardact::HardSigmoid{}, x, out);
+void hardsigmoid_(const at::Tensor& x) { unary_inplace("hardsigmoid_", hardact::HardSigmoid{}, x); }
+void hardsigmoid_out(const at::Tensor& x, const at::Tensor& out) {
+  unary_out("hardsigmoid.out", hardact::HardSigmoid{}, x, out);
 }
 at::Tensor hardsigmoid_backward(const at::Tensor& grad, const at::Tensor& x) {
   return binary("hardsigmoid_backward", hardact::HardSigmoidBackward{}, grad, x);
@@ -108,13 +106,13 @@ at::Tensor hardtanh(const at::Tensor& x, double min_val, double max_val) {
   check_bounds("hardtanh", min_val, max_val);
   return unary("hardtanh", hardact::HardTanh{min_val, max_val}, x);
 }
-at::Tensor& hardtanh_(at::Tensor& x, double min_val, double max_val) {
+void hardtanh_(const at::Tensor& x, double min_val, double max_val) {
   check_bounds("hardtanh_", min_val, max_val);
-  return unary_inplace("hardtanh_", hardact::HardTanh{min_val, max_val}, x);
+  unary_inplace("hardtanh_", hardact::HardTanh{min_val, max_val}, x);
 }
-at::Tensor& hardtanh_out(const at::Tensor& x, double min_val, double max_val, at::Tensor& out) {
+void hardtanh_out(const at::Tensor& x, double min_val, double max_val, const at::Tensor& out) {
   check_bounds("hardtanh.out", min_val, max_val);
-  return unary_out("hardtanh.out", hardact::HardTanh{min_val, max_val}, x, out);
+  unary_out("hardtanh.out", hardact::HardTanh{min_val, max_val}, x, out);
 }
 at::Tensor hardtanh_backward(const at::Tensor& grad, const at::Tensor& x, double min_val, double max_val) {
   check_bounds("hardtanh_backward", min_val, max_val);
@@ -122,17 +120,17 @@ at::Tensor hardtanh_backward(const at::Tensor& grad, const at::Tensor& x, double
 }
 
 at::Tensor hardswish(const at::Tensor& x) { return unary("hardswish", hardact::HardSwish{}, x); }
-at::Tensor& hardswish_(at::Tensor& x) { return unary_inplace("hardswish_", hardact::HardSwish{}, x); }
-at::Tensor& hardswish_out(const at::Tensor& x, at::Tensor& out) {
-  return unary_out("hardswish.out", hardact::HardSwish{}, x, out);
+void hardswish_(const at::Tensor& x) { unary_inplace("hardswish_", hardact::HardSwish{}, x); }
+void hardswish_out(const at::Tensor& x, const at::Tensor& out) {
+  unary_out("hardswish.out", hardact::HardSwish{}, x, out);
 }
 at::Tensor hardswish_backward(const at::Tensor& grad, const at::Tensor& x) {
   return binary("hardswish_backward", hardact::HardSwishBackward{}, grad, x);
 }
 
 at::Tensor relu6(const at::Tensor& x) { return unary("relu6", hardact::ReLU6{}, x); }
-at::Tensor& relu6_(at::Tensor& x) { return unary_inplace("relu6_", hardact::ReLU6{}, x); }
-at::Tensor& relu6_out(const at::Tensor& x, at::Tensor& out) { return unary_out("relu6.out", hardact::ReLU6{}, x, out); }
+void relu6_(const at::Tensor& x) { unary_inplace("relu6_", hardact::ReLU6{}, x); }
+void relu6_out(const at::Tensor& x, const at::Tensor& out) { unary_out("relu6.out", hardact::ReLU6{}, x, out); }
 at::Tensor relu6_backward(const at::Tensor& grad, const at::Tensor& x) {
   return binary("relu6_backward", hardact::HardTanhBackward{0.0, 6.0}, grad, x);
 }
@@ -156,51 +154,41 @@ c10::TypedOperatorHandle<Signature> find_op(const char* name, const char* overlo
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, overload).typed<Signature>();
 }
 
+/// Runs `call` below autograd (and below ADInplaceOrView, whose version bump is done here, once).
+template <class Call>
+void below_autograd(const at::Tensor& written, Call&& call) {
+  {
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    call();
+  }
+  written.unsafeGetTensorImpl()->bump_version();
+}
+
 template <const char* Name>
-at::Tensor& inplace_autograd(at::Tensor& x) {
+void inplace_autograd(const at::Tensor& x) {
   refuse_grad(Name, {&x});
-  static const auto op = find_op<at::Tensor&(at::Tensor&)>(Name, "");
-  {
-    const at::AutoDispatchBelowADInplaceOrView guard;
-    op.call(x);
-  }
-  x.unsafeGetTensorImpl()->bump_version();
-  return x;
+  static const auto op = find_op<void(const at::Tensor&)>(Name, "");
+  below_autograd(x, [&] { op.call(x); });
 }
 
 template <const char* Name>
-at::Tensor& out_autograd(const at::Tensor& x, at::Tensor& out) {
+void out_autograd(const at::Tensor& x, const at::Tensor& out) {
   refuse_grad(Name, {&x, &out});
-  static const auto op = find_op<at::Tensor&(const at::Tensor&, at::Tensor&)>(Name, "out");
-  {
-    const at::AutoDispatchBelowADInplaceOrView guard;
-    op.call(x, out);
-  }
-  out.unsafeGetTensorImpl()->bump_version();
-  return out;
+  static const auto op = find_op<void(const at::Tensor&, const at::Tensor&)>(Name, "out");
+  below_autograd(out, [&] { op.call(x, out); });
 }
 
-at::Tensor& hardtanh_inplace_autograd(at::Tensor& x, double min_val, double max_val) {
+void hardtanh_inplace_autograd(const at::Tensor& x, double min_val, double max_val) {
   refuse_grad("hardact::hardtanh_", {&x});
-  static const auto op = find_op<at::Tensor&(at::Tensor&, double, double)>("hardact::hardtanh_", "");
-  {
-    const at::AutoDispatchBelowADInplaceOrView guard;
-    op.call(x, min_val, max_val);
-  }
-  x.unsafeGetTensorImpl()->bump_version();
-  return x;
+  static const auto op = find_op<void(const at::Tensor&, double, double)>("hardact::hardtanh_", "");
+  below_autograd(x, [&] { op.call(x, min_val, max_val); });
 }
 
-at::Tensor& hardtanh_out_autograd(const at::Tensor& x, double min_val, double max_val, at::Tensor& out) {
+void hardtanh_out_autograd(const at::Tensor& x, double min_val, double max_val, const at::Tensor& out) {
   refuse_grad("hardact::hardtanh.out", {&x, &out});
   static const auto op =
-      find_op<at::Tensor&(const at::Tensor&, double, double, at::Tensor&)>("hardact::hardtanh", "out");
-  {
-    const at::AutoDispatchBelowADInplaceOrView guard;
-    op.call(x, min_val, max_val, out);
-  }
-  out.unsafeGetTensorImpl()->bump_version();
-  return out;
+      find_op<void(const at::Tensor&, double, double, const at::Tensor&)>("hardact::hardtanh", "out");
+  below_autograd(out, [&] { op.call(x, min_val, max_val, out); });
 }
 
 constexpr char kHardsigmoidInplace[] = "hardact::hardsigmoid_";
@@ -212,25 +200,27 @@ constexpr char kRelu6[] = "hardact::relu6";
 
 }  // namespace
 
+// The in-place and out= forms return nothing: AOTAutograd (torch.compile) can functionalize a custom
+// op that mutates an argument, but not one whose output aliases an input (Tensor(a!) returns).
 TORCH_LIBRARY(hardact, m) {
   m.def("hardsigmoid(Tensor x) -> Tensor");
-  m.def("hardsigmoid_(Tensor(a!) x) -> Tensor(a!)");
-  m.def("hardsigmoid.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("hardsigmoid_(Tensor(a!) x) -> ()");
+  m.def("hardsigmoid.out(Tensor x, *, Tensor(a!) out) -> ()");
   m.def("hardsigmoid_backward(Tensor grad_output, Tensor x) -> Tensor");
 
   m.def("hardtanh(Tensor x, float min_val=-1., float max_val=1.) -> Tensor");
-  m.def("hardtanh_(Tensor(a!) x, float min_val=-1., float max_val=1.) -> Tensor(a!)");
-  m.def("hardtanh.out(Tensor x, float min_val=-1., float max_val=1., *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("hardtanh_(Tensor(a!) x, float min_val=-1., float max_val=1.) -> ()");
+  m.def("hardtanh.out(Tensor x, float min_val=-1., float max_val=1., *, Tensor(a!) out) -> ()");
   m.def("hardtanh_backward(Tensor grad_output, Tensor x, float min_val, float max_val) -> Tensor");
 
   m.def("hardswish(Tensor x) -> Tensor");
-  m.def("hardswish_(Tensor(a!) x) -> Tensor(a!)");
-  m.def("hardswish.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("hardswish_(Tensor(a!) x) -> ()");
+  m.def("hardswish.out(Tensor x, *, Tensor(a!) out) -> ()");
   m.def("hardswish_backward(Tensor grad_output, Tensor x) -> Tensor");
 
   m.def("relu6(Tensor x) -> Tensor");
-  m.def("relu6_(Tensor(a!) x) -> Tensor(a!)");
-  m.def("relu6.out(Tensor x, *, Tensor(a!) out) -> Tensor(a!)");
+  m.def("relu6_(Tensor(a!) x) -> ()");
+  m.def("relu6.out(Tensor x, *, Tensor(a!) out) -> ()");
   m.def("relu6_backward(Tensor grad_output, Tensor x) -> Tensor");
 }
 
