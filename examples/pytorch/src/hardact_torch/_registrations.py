@@ -97,9 +97,10 @@ def _register_fakes() -> None:
 
 
 # ---- autograd ------------------------------------------------------------------------------------
-# First derivatives through hardact's backward ops. Second derivatives follow PyTorch's
-# derivatives.yaml for hardsigmoid_backward / hardtanh_backward / hardswish_backward: linear in
-# grad_output (the same backward op), and zero in x except hardswish's (x in (-3, 3)): grad * g / 3.
+# First derivatives through hardact's backward ops. Second derivatives: linear in grad_output (the
+# same backward op) and zero in x, except hardswish's: grad * grad_output / 3 for x in (-3, 3). These
+# are PyTorch's formulas for hardtanh_backward and hardswish_backward; PyTorch has none for
+# hardsigmoid_backward, where they are the exact derivatives.
 
 def _save_x(ctx, inputs, output) -> None:
     ctx.save_for_backward(inputs[0])
