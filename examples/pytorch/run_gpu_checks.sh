@@ -42,6 +42,14 @@ step() {  # step NAME COMMAND...: runs the command, keeps its log, records its l
 "$python" -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda, torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU")'
 if [[ $install == 1 ]]; then
   step install env MAX_JOBS="${MAX_JOBS:-$(nproc)}" "$python" -m pip install --no-build-isolation "$here"
+  if grep -q externally-managed-environment "$logs/install.log"; then
+    echo "  this Python refuses pip installs (PEP 668): use a venv, or rerun with PIP_BREAK_SYSTEM_PACKAGES=1"
+  fi
+  if [[ $status != 0 ]]; then  # the checks would test a stale installation
+    echo "run_gpu_checks: FAILED (install; log: $logs/install.log)"
+    tail -n 30 "$logs/install.log"
+    exit 1
+  fi
 fi
 # From the log folder, so that the installed package is imported, never the source tree.
 cd "$logs" || exit 1
