@@ -1,0 +1,129 @@
+"""Shared by the check scripts: the installed package, bit-for-bit comparison, test data, counters."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import torch
+
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+NAMES = {
+    torch.float32: "float32", torch.float64: "float64", torch.float16: "float16", torch.bfloat16: "bfloat16",
+    torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2",
+}
+BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+HARDTANH_BOUNDS = [(-1.0, 1.0), (0.0, 6.0), (-0.3, 0.7), (-2.5, -0.5), (0.5, 0.5)]
+INSTALL_HINT = "python3 -m pip install --no-build-isolation ./examples/pytorch   (from the repository root)"
+
+
+def import_package():
+    """The installed hardact_torch, or exit 3 with the install command."""
+    try:
+        import hardact_torch
+    except ImportError as error:
+        print(f"hardact_torch is not installed or does not load ({error}).\nInstall it with: {INSTALL_HINT}",
+              file=sys.stderr)
+        sys.exit(3)
+    return hardact_torch
+
+
+class Results:
+    """Counts checks; prints each failure as it happens (and each pass with verbose=True)."""
+
+    def __init__(self, verbose: bool = False):
+        self.passed = 0
+        self.failed = 0
+        self.skipped = 0
+        self.verbose = verbose
+
+    def record(self, report: str, what: str) -> bool:
+        """report '' is a pass; anything else is the failure's description."""
+        if report:
+            self.failed += 1
+            print(f"  FAIL {what}: {report}")
+        else:
+            self.passed += 1
+            if self.verbose:
+                print(f"  PASS {what}")
+        return not report
+
+    def skip(self, what: str, reason: str) -> None:
+        self.skipped += 1
+        print(f"  SKIP {what}: {reason}")
+
+    def summary(self) -> str:
+        skipped = f", {self.skipped} skipped" if self.skipped else ""
+        return f"{self.passed} passed, {self.failed} failed{skipped}"
+
+
+def as_bits(t: torch.Tensor) -> torch.Tensor:
+    return t.view(BITS[t.element_size()])
+
+
+def is_nan(t: torch.Tensor) -> torch.Tensor:
+    return torch.isnan(t.float() if t.element_size() == 1 else t)
+
+
+def differing(got: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
+    """Mask of elements that differ: NaN against non-NaN, or different bits between non-NaNs."""
+    got_nan, expected_nan = is_nan(got), is_nan(expected)
+    return (got_nan != expected_nan) | (~expected_nan & (as_bits(got) != as_bits(expected)))
+
+
+def show(t: torch.Tensor, index: int) -> str:
+    flat = t.reshape(-1)
+    bits = int(as_bits(flat[index: index + 1])) & ((1 << (8 * t.element_size())) - 1)
+    return f"{flat[index].float().item()!r} (0x{bits:x})"
+
+
+def mismatch_report(got: torch.Tensor, expected: torch.Tensor, *inputs: torch.Tensor) -> str:
+    """'' when got equals expected bit for bit (NaN matching NaN), else the count and the first case.
+    Shapes and dtypes must be equal; strides may differ (the values are compared)."""
+    if got.shape != expected.shape or got.dtype != expected.dtype:
+        return f"shape/dtype {tuple(got.shape)} {got.dtype} vs {tuple(expected.shape)} {expected.dtype}"
+    got, expected = got.contiguous(), expected.contiguous()
+    mask = differing(got, expected).reshape(-1)
+    count = int(mask.sum())
+    if count == 0:
+        return ""
+    first = int(mask.nonzero()[0])
+    shown_inputs = ", ".join(show(t.contiguous(), first) for t in inputs if t.shape == got.shape)
+    return (f"{count} of {got.numel()} differ; first at flat index {first}: inputs {shown_inputs}, "
+            f"got {show(got, first)}, expected {show(expected, first)}")
+
+
+def special_values(dtype: torch.dtype) -> list[float]:
+    """Values where hand-written kernels go wrong: NaN, infinities, signed zeros, subnormals, extremes,
+    the kinks of every op at +-3 and at the hardtanh bounds used in the checks."""
+    info = torch.finfo(dtype)
+    tiny = info.tiny
+    return [math.nan, math.inf, -math.inf, 0.0, -0.0, tiny, -tiny, tiny / 4, -tiny / 4, info.max, info.min,
+            -3.0, 3.0, -6.0, 6.0, -1.0, 1.0, -0.3, 0.7, -2.5, -0.5, 0.5, 2.9999998, -2.9999998,
+            3.0000002, -3.0000002, 1e-30, -1e-30, 0.1]
+
+
+def salted_random(numel: int, dtype: torch.dtype, generator: torch.Generator, scale: float = 4.0,
+                  device: str = "cuda") -> torch.Tensor:
+    """Normal values times `scale`, with the special values at the start and at ~2% of positions."""
+    wide = torch.float64 if dtype == torch.float64 else torch.float32  # float32 keeps big tensors small
+    x = (torch.randn(numel, generator=generator, device=device, dtype=wide) * scale).to(dtype)
+    if numel == 0:
+        return x
+    specials = torch.tensor(special_values(dtype), dtype=torch.float64, device=device).to(dtype)
+    head = min(numel, specials.numel())
+    x[:head] = specials[:head]
+    salted = torch.randint(0, numel, (numel // 50,), generator=generator, device=device)
+    x[salted] = specials[torch.arange(salted.numel(), device=device) % specials.numel()]
+    return x
+
+
+def every_pattern(dtype: torch.dtype, device: str = "cuda") -> torch.Tensor:
+    """All 65,536 values of a 16-bit dtype."""
+    return torch.arange(-32768, 32768, dtype=torch.int32, device=device).to(torch.int16).view(dtype)
+
+
+def describe_gpu() -> str:
+    if not torch.cuda.is_available():
+        return f"PyTorch {torch.__version__}, no CUDA GPU visible"
+    return f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}), {torch.cuda.get_device_name()}"

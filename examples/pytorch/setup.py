@@ -1,0 +1,65 @@
+"""Builds hardact_torch: hardact's activations registered as PyTorch operators (torch.ops.hardact.*).
+
+    python3 -m pip install --no-build-isolation ./examples/pytorch       # from the repository root
+    python3 -m pip install --no-build-isolation -e ./examples/pytorch    # editable
+
+--no-build-isolation: the extension must be compiled against the torch that will import it, the
+one already installed (an isolated build would fetch another torch). The CUDA code includes the
+repository's own include/ in place (no copy); HARDACT_INCLUDE_DIR overrides that path when this
+folder is used outside the repository. GPU architectures: TORCH_CUDA_ARCH_LIST (default "9.0").
+"""
+
+import os
+import pathlib
+import sys
+
+from setuptools import find_packages, setup
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+try:
+    import torch  # noqa: F401
+    from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+except ImportError as error:
+    sys.exit(
+        f"hardact_torch: PyTorch must be installed before building this package ({error}). "
+        "Install with: python3 -m pip install --no-build-isolation ./examples/pytorch"
+    )
+
+
+def hardact_include_dir() -> str:
+    """The repository's include/, resolved from this file (pip builds local folders in place)."""
+    directory = pathlib.Path(os.environ.get("HARDACT_INCLUDE_DIR", HERE.parent.parent / "include")).resolve()
+    if not (directory / "hardact" / "hardact.cuh").is_file():
+        sys.exit(
+            f"hardact_torch: hardact's headers were not found under {directory}. Build from the repository "
+            "(pip >= 21.3 builds local folders in place) or set HARDACT_INCLUDE_DIR to hardact's include/."
+        )
+    return str(directory)
+
+
+# torch.utils.cpp_extension reads this to choose -gencode flags; without it, it would build for the
+# GPUs it sees, or for every architecture when it sees none.
+os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
+
+# Sources relative to this folder, as setuptools wants them. The package lives under src/ so that
+# scripts run from this folder import the installed package, not the source tree.
+os.chdir(HERE)
+setup(
+    name="hardact_torch",
+    version="0.1.0",
+    description="hardact's HardSigmoid, HardTanh, HardSwish and ReLU6 as PyTorch operators (torch.ops.hardact)",
+    package_dir={"": "src"},
+    packages=find_packages("src"),
+    ext_modules=[
+        CUDAExtension(
+            name="hardact_torch._C",
+            sources=["src/hardact_torch/csrc/ops.cu", "src/hardact_torch/csrc/checks.cu"],
+            include_dirs=[hardact_include_dir()],
+            extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3"]},
+        )
+    ],
+    cmdclass={"build_ext": BuildExtension},
+    python_requires=">=3.9",
+    zip_safe=False,
+)

@@ -1,0 +1,217 @@
+"""Python-side registrations for the hardact operators defined in csrc/ops.cu:
+
+- fake (meta) kernels, so torch.compile, torch.export and FakeTensorMode can trace the ops;
+- autograd formulas of the functional forms and of the backward ops (double backward), using the
+  backward ops, so gradients are hardact's and bit-identical to PyTorch's;
+- DTensor sharding rules: every op is pointwise, so a sharded input stays sharded (no collective).
+
+The fake kernels repeat the argument checks of the CUDA kernels that depend only on metadata, so a
+compiled graph fails while tracing instead of at run time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+UNARY_OPS = ("hardsigmoid", "hardtanh", "hardswish", "relu6")
+
+_ops = torch.ops.hardact
+
+
+def _check_dtype(op_name: str, x: torch.Tensor) -> None:
+    torch._check_type(
+        x.dtype in SUPPORTED_DTYPES,
+        lambda: f"hardact::{op_name}: unsupported dtype {x.dtype}; expected float32, float64, float16 or bfloat16",
+    )
+
+
+def _check_bounds(op_name: str, min_val: float, max_val: float) -> None:
+    torch._check_value(not (math.isnan(min_val) or math.isnan(max_val)),
+                       lambda: f"hardact::{op_name}: min_val and max_val must not be NaN")
+    torch._check_value(min_val <= max_val, lambda: f"hardact::{op_name}: min_val cannot be greater than max_val")
+
+
+def _check_like_x(op_name: str, x: torch.Tensor, other: torch.Tensor, other_name: str) -> None:
+    torch._check_value(other.device == x.device,
+                       lambda: f"hardact::{op_name}: {other_name} is on {other.device}, x on {x.device}")
+    torch._check_type(other.dtype == x.dtype,
+                      lambda: f"hardact::{op_name}: {other_name} has dtype {other.dtype}, x has {x.dtype}")
+    torch._check_value(other.shape == x.shape,
+                       lambda: f"hardact::{op_name}: {other_name} has shape {tuple(other.shape)}, x has {tuple(x.shape)}")
+
+
+# ---- fake kernels ----------------------------------------------------------------------------------
+# The CUDA kernels return at::empty_like(x): same sizes, dtype and device, and x's strides when x is
+# non-overlapping and dense. torch.empty_like follows the same rule. The in-place and out= forms
+# return nothing (see the schemas in csrc/ops.cu).
+
+def _register_fakes() -> None:
+    for name in ("hardsigmoid", "hardswish", "relu6"):
+        def functional(x, name=name):
+            _check_dtype(name, x)
+            return torch.empty_like(x)
+
+        def inplace(x, name=name):
+            _check_dtype(name + "_", x)
+
+        def out_variant(x, *, out, name=name):
+            _check_dtype(name + ".out", x)
+            _check_like_x(name + ".out", x, out, "out")
+
+        def backward(grad_output, x, name=name):
+            _check_dtype(name + "_backward", x)
+            _check_like_x(name + "_backward", x, grad_output, "grad_output")
+            return torch.empty_like(x)
+
+        torch.library.register_fake(f"hardact::{name}", functional)
+        torch.library.register_fake(f"hardact::{name}_", inplace)
+        torch.library.register_fake(f"hardact::{name}.out", out_variant)
+        torch.library.register_fake(f"hardact::{name}_backward", backward)
+
+    @torch.library.register_fake("hardact::hardtanh")
+    def _(x, min_val=-1.0, max_val=1.0):
+        _check_bounds("hardtanh", min_val, max_val)
+        _check_dtype("hardtanh", x)
+        return torch.empty_like(x)
+
+    @torch.library.register_fake("hardact::hardtanh_")
+    def _(x, min_val=-1.0, max_val=1.0):
+        _check_bounds("hardtanh_", min_val, max_val)
+        _check_dtype("hardtanh_", x)
+
+    @torch.library.register_fake("hardact::hardtanh.out")
+    def _(x, min_val=-1.0, max_val=1.0, *, out):
+        _check_bounds("hardtanh.out", min_val, max_val)
+        _check_dtype("hardtanh.out", x)
+        _check_like_x("hardtanh.out", x, out, "out")
+
+    @torch.library.register_fake("hardact::hardtanh_backward")
+    def _(grad_output, x, min_val, max_val):
+        _check_bounds("hardtanh_backward", min_val, max_val)
+        _check_dtype("hardtanh_backward", x)
+        _check_like_x("hardtanh_backward", x, grad_output, "grad_output")
+        return torch.empty_like(x)
+
+
+# ---- autograd ------------------------------------------------------------------------------------
+# First derivatives through hardact's backward ops. Second derivatives: linear in grad_output (the
+# same backward op) and zero in x, except hardswish's: grad * grad_output / 3 for x in (-3, 3). These
+# are PyTorch's formulas for hardtanh_backward and hardswish_backward; PyTorch has none for
+# hardsigmoid_backward, where they are the exact derivatives.
+
+def _save_x(ctx, inputs, output) -> None:
+    ctx.save_for_backward(inputs[0])
+
+
+def _save_x_and_bounds(ctx, inputs, output) -> None:
+    ctx.save_for_backward(inputs[0])
+    ctx.bounds = (inputs[1], inputs[2])
+
+
+def _save_grad_and_x(ctx, inputs, output) -> None:
+    ctx.save_for_backward(inputs[0], inputs[1])
+
+
+def _register_autograd() -> None:
+    def hardsigmoid_grad(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return _ops.hardsigmoid_backward(grad, x)
+
+    def hardswish_grad(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return _ops.hardswish_backward(grad, x)
+
+    def relu6_grad(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return _ops.relu6_backward(grad, x)
+
+    def hardtanh_grad(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return _ops.hardtanh_backward(grad, x, *ctx.bounds), None, None
+
+    torch.library.register_autograd("hardact::hardsigmoid", hardsigmoid_grad, setup_context=_save_x)
+    torch.library.register_autograd("hardact::hardswish", hardswish_grad, setup_context=_save_x)
+    torch.library.register_autograd("hardact::relu6", relu6_grad, setup_context=_save_x)
+    torch.library.register_autograd("hardact::hardtanh", hardtanh_grad, setup_context=_save_x_and_bounds)
+
+    def hardsigmoid_backward_grad(ctx, grad):
+        _, x = ctx.saved_tensors
+        return _ops.hardsigmoid_backward(grad, x), torch.zeros_like(x)
+
+    def relu6_backward_grad(ctx, grad):
+        _, x = ctx.saved_tensors
+        return _ops.relu6_backward(grad, x), torch.zeros_like(x)
+
+    def hardtanh_backward_grad(ctx, grad):
+        _, x = ctx.saved_tensors
+        return _ops.hardtanh_backward(grad, x, *ctx.bounds), torch.zeros_like(x), None, None
+
+    def hardswish_backward_grad(ctx, grad):
+        grad_output, x = ctx.saved_tensors
+        inside = (x > -3.0) & (x < 3.0)
+        grad_x = torch.where(inside, grad * grad_output / 3.0, torch.zeros((), dtype=x.dtype, device=x.device))
+        return _ops.hardswish_backward(grad, x), grad_x
+
+    def save_grad_x_and_bounds(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0], inputs[1])
+        ctx.bounds = (inputs[2], inputs[3])
+
+    torch.library.register_autograd("hardact::hardsigmoid_backward", hardsigmoid_backward_grad,
+                                    setup_context=_save_grad_and_x)
+    torch.library.register_autograd("hardact::relu6_backward", relu6_backward_grad, setup_context=_save_grad_and_x)
+    torch.library.register_autograd("hardact::hardswish_backward", hardswish_backward_grad,
+                                    setup_context=_save_grad_and_x)
+    torch.library.register_autograd("hardact::hardtanh_backward", hardtanh_backward_grad,
+                                    setup_context=save_grad_x_and_bounds)
+
+
+# ---- DTensor -------------------------------------------------------------------------------------
+
+def sharded_ops() -> list:
+    """The op overloads with a DTensor sharding rule: functional, in-place and backward forms.
+    (The out= forms have none: DTensor's dispatcher expects an out= op to return its out tensor, and
+    these return nothing, as AOTAutograd requires of custom mutating ops.)"""
+    overloads = []
+    for name in UNARY_OPS:
+        overloads += [getattr(_ops, name).default, getattr(_ops, name + "_").default,
+                      getattr(_ops, name + "_backward").default]
+    return overloads
+
+
+def _register_sharding() -> bool:
+    """Elementwise rule: output placement = input placement, for Shard(d) on any dimension and for
+    Replicate. Partial is not offered (the ops are not linear), so DTensor reduces a Partial input
+    first, as it must. Returns False where torch.distributed (or DTensor) is not available."""
+    if not torch.distributed.is_available():
+        return False
+    try:
+        from torch.distributed.tensor import Replicate, Shard
+        from torch.distributed.tensor.experimental import register_sharding
+    except ImportError:
+        return False
+
+    def rule(tensor_count: int, returns_tensor: bool):
+        # The tensors come first in every schema, all of x's shape; the floats get None.
+        def acceptable(*args, **kwargs):
+            spec = args[tensor_count - 1]
+            others = [None] * (len(args) + len(kwargs) - tensor_count)
+            choices = []
+            for placement in [Replicate()] + [Shard(dim) for dim in range(spec.ndim)]:
+                output = [placement] if returns_tensor else []
+                choices.append((output, [placement] * tensor_count + others))
+            return choices
+        return acceptable
+
+    for name in UNARY_OPS:
+        register_sharding(getattr(_ops, name).default)(rule(1, True))
+        register_sharding(getattr(_ops, name + "_").default)(rule(1, False))
+        register_sharding(getattr(_ops, name + "_backward").default)(rule(2, True))
+    return True
+
+
+_register_fakes()
+_register_autograd()
+DTENSOR_SHARDING_REGISTERED = _register_sharding()
