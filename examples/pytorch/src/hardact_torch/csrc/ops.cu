@@ -30,7 +30,7 @@ namespace {
 using namespace hardact_torch;
 
 void check_input(const char* op_name, const at::Tensor& x) {
-  TORCH_CHECK_VALUE(x.is_cuda(), "hardact::", op_name, ": expected a CUDA tensor, got one on ", x.device());
+  TORCH_CHECK_VALUE(x.is_cuda(), "hardact::", op_name, ": expected a CUDA tensor, got one on ", x.device().str());
   with_element_type(op_name, x.scalar_type(), [](auto) { return cudaSuccess; });  // dtype check only
 }
 

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <string>
 
 namespace hardact_torch {
 
@@ -42,13 +43,25 @@ inline void check_launch(const char* op_name, cudaError_t status) {
               cudaGetErrorString(status));
 }
 
+/// "(16, 8)". Error messages never stream integers (shapes, device indexes) through an ostream
+/// in this extension: doing so crashed inside the extension's copy of the ostream number
+/// formatting on the GPU machine (PyTorch 2.11, g++ 13; seen 2026-11-22), while strings work.
+inline std::string shape_string(at::IntArrayRef sizes) {
+  std::string text = "(";
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (i > 0) text += ", ";
+    text += std::to_string(sizes[i]);
+  }
+  return text + ")";
+}
+
 inline void check_same(const char* op_name, const at::Tensor& reference, const at::Tensor& other, const char* other_name) {
   TORCH_CHECK_VALUE(other.device() == reference.device(), "hardact::", op_name, ": ", other_name, " is on ",
-                    other.device(), ", x on ", reference.device());
+                    other.device().str(), ", x on ", reference.device().str());
   TORCH_CHECK_TYPE(other.scalar_type() == reference.scalar_type(), "hardact::", op_name, ": ", other_name,
                    " has dtype ", other.scalar_type(), ", x has ", reference.scalar_type());
   TORCH_CHECK_VALUE(other.sizes() == reference.sizes(), "hardact::", op_name, ": ", other_name, " has shape ",
-                    other.sizes(), ", x has ", reference.sizes());
+                    shape_string(other.sizes()), ", x has ", shape_string(reference.sizes()));
 }
 
 inline void check_bounds(const char* op_name, double min_val, double max_val) {
