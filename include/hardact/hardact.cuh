@@ -7,7 +7,9 @@
 ///   dispatch/dispatch_transform    argument checks, vector width, alignment path, grid
 ///   dispatch/device_properties     per-device properties, cached
 ///   dispatch/pointer_check         which device a pointer belongs to (opt-in check)
-///   kernel/transform_kernel        the one kernel template
+///   dispatch/launch_shape          which kernel, and the staged shape (Little's law per device)
+///   kernel/direct_transform_kernel global memory straight into registers (any architecture)
+///   kernel/staged_transform_kernel bulk copies into shared memory (sm_90 and later)
 ///   policy/*                       activation functors
 ///   numeric/*                      compute types, conversions, NaN- and zero-aware comparisons
 #pragma once
