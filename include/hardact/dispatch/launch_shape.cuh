@@ -49,13 +49,13 @@ class ScopedTransformPath {
 
 // ---- The staged kernel's shape ----
 
-/// 128 threads per block: with tiles of a few KiB, up to 16 resident blocks per multiprocessor, so
-/// a finished block's slot refills at a fine grain (measured ahead of 256-thread blocks on both
-/// cards, docs/TUNING.md).
+/// 128 threads per block: the 2 KiB one-input tiles the H100 runs best with need them, and 16
+/// resident blocks per multiprocessor refill a finished block's slot at a fine grain
+/// (docs/TUNING.md, row 19).
 inline constexpr int kStagedBlockThreads = 128;
 /// The unit counts per thread the dispatch layer can pick from (each is a kernel instantiation).
 inline constexpr int kStagedMaxUnitsPerThread = 2;
-/// Seconds of loads that must be in flight: Little's law, bytes in flight = bandwidth x latency.
+/// The latency Little's law multiplies the bandwidth by: bytes in flight = bandwidth x latency.
 /// 1.3 us (a DRAM round trip under load) puts 32 KiB per multiprocessor on an H100 and 48 KiB on an
 /// H200, where the probes of docs/TUNING.md found each card's best tile (2 and 4 KiB x 16 blocks).
 inline constexpr double kLoadedMemoryLatencySeconds = 1.3e-6;
@@ -69,8 +69,10 @@ inline constexpr std::size_t kDefaultSharedMemoryPerBlock = 48 * 1024;
 /// Shared memory the runtime reserves per resident block (1 KiB on sm_80 and later).
 inline constexpr std::size_t kReservedSharedMemoryPerBlock = 1024;
 /// Arrays moving fewer bytes than this many times the L2 cache stay on the direct path, where part
-/// of the traffic still hits L2 and one short launch costs less. Measured crossovers
-/// (docs/TUNING.md): about 2^25.5 floats on the H100 (50 MB L2), 2^24.5 on the H200 (60 MB).
+/// of the traffic still hits L2 and one short launch costs less. Measured (interleaved sweep,
+/// docs/PERFORMANCE.md): H100 (50 MB L2) direct and staged level at 2^25 floats (1.016 / 1.019 x
+/// copy), staged ahead from 2^26; H200 (60 MB) direct ahead at 2^24 (0.978 / 0.952), staged from
+/// 2^25 (0.985 / 0.942). 4 x L2 puts the switch between 2^24 and 2^25 floats on both.
 inline constexpr double kStagedMinimumL2Multiple = 4.0;
 
 template <int Units, class TOut, class... TIn>

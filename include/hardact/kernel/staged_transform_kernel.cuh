@@ -1,16 +1,19 @@
 /// @file staged_transform_kernel.cuh
 /// @brief The staged path (sm_90 and later): out[i] = op(in_0[i], ...) with the inputs brought into
-///        shared memory by the bulk-copy engine, several tiles ahead, and the results written to
-///        global memory with 16-byte stores.
+///        shared memory by the bulk-copy engine and the results written to global memory with
+///        16-byte stores.
 ///
 /// The dispatch layer cuts [0, n) into a scalar head, a staged range and a scalar tail. The staged
 /// range starts where the output sits on a 128-byte line and every input's 16-byte granules lie
 /// wholly inside its array, so no copy touches a byte outside the caller's ranges. It is cut into
-/// tiles of BlockThreads * UnitsPerThread units of kUnitElements elements. A persistent grid walks
-/// the tiles; each block keeps `stages` tiles in flight in a ring of shared-memory stages, each
-/// completing on its own mbarrier, issued by one thread. An input that is misaligned relative to
-/// the output is copied from its granule-aligned window and read back shifted (shared_staging.cuh),
-/// so every pointer alignment runs at the same speed.
+/// tiles of BlockThreads * UnitsPerThread units of kUnitElements elements. Blocks take tiles with a
+/// grid stride and keep up to `stages` of them in flight in a ring of shared-memory stages, each
+/// completing on its own mbarrier, issued by one thread. The shape rule (dispatch/launch_shape.cuh)
+/// normally launches one tile per block with one stage, so that the hardware keeps as many tiles
+/// in flight per multiprocessor as blocks are resident; the ring serves devices where that is not
+/// enough. An input that is misaligned relative to the output is copied from its granule-aligned
+/// window and read back shifted (shared_staging.cuh), so every pointer alignment runs at about the
+/// same speed.
 #pragma once
 
 #include <hardact/kernel/apply_op.cuh>
