@@ -248,7 +248,7 @@ cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape,
                             op, range, shape.stages, out, in...);
 }
 
-/// Evict-first stores measured slower than plain ones on the staged path (docs/TUNING.md).
+/// Evict-first (.cs) stores measured no faster than plain ones on the staged path (TUNING.md row 15).
 inline constexpr bool kStagedStreamingStores = false;
 
 /// The whole launch contract: validate, then launch once on `stream`. Returns
