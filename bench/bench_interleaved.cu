@@ -153,6 +153,17 @@ cudaError_t prepared_slot(int slot, std::size_t bytes, std::uint64_t seed, void*
   return status;
 }
 
+/// What cub::DeviceTransform calls: the policy on the inputs' elements, rounded to TOut the way
+/// hardact does (computed in float for mixed types, rounded once).
+template <class Op, class TOut>
+struct RoundedOp {
+  Op op;
+  template <class... T>
+  __device__ TOut operator()(T... x) const {
+    return hardact::detail::apply_op<TOut>(op, x...);
+  }
+};
+
 /// The contender's launch for a one-input case from `in` to `out` (out may equal in).
 template <class Op, class TIn, class TOut>
 std::function<cudaError_t(Contender)> one_input_launcher(Op op, const TIn* in, TOut* out, std::size_t n,
@@ -163,22 +174,17 @@ std::function<cudaError_t(Contender)> one_input_launcher(Op op, const TIn* in, T
     switch (c) {
       case Contender::memcpy:
         return cudaMemcpyAsync(copy_destination, copy_source, copy_bytes, cudaMemcpyDeviceToDevice, stream);
-      case Contender::cub: return cub::DeviceTransform::Transform(in, out, n, op, stream);
+      case Contender::cub:
+        if constexpr (std::is_same_v<TIn, TOut>) {
+          return cub::DeviceTransform::Transform(in, out, n, op, stream);
+        } else {
+          return cub::DeviceTransform::Transform(in, out, n, RoundedOp<Op, TOut>{op}, stream);
+        }
       default: return on_path(c, [&] { return hardact::transform(op, in, out, n, stream); });
     }
   };
 }
 
-/// What cub::DeviceTransform calls for two inputs: the policy on both elements, rounded to TOut
-/// the way hardact does.
-template <class Op, class TOut>
-struct TwoInputOp {
-  Op op;
-  template <class A, class B>
-  __device__ TOut operator()(A a, B b) const {
-    return hardact::detail::apply_op<TOut>(op, a, b);
-  }
-};
 
 // ---------------------------------------------------------------------------------------------
 // Case families
@@ -229,11 +235,12 @@ void register_one_input(const Options& o, const std::string& op_name, Op op, std
   b->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(1);
 }
 
-/// float -> bfloat16 HardSigmoid, one pass.
-void register_float_to_bfloat16(const Options& o, std::size_t n) {
-  using TIn = float;
-  using TOut = __nv_bfloat16;
-  const std::string name = "hardsigmoid/float_to_bfloat16/interleaved/out_of_place/aligned/n:" + std::to_string(n);
+/// HardSigmoid from TIn to TOut in one pass (computed in float, rounded once to TOut): narrowing
+/// float -> bfloat16, widening bfloat16 -> float. n is the reference shape's element count for both.
+template <class TIn, class TOut>
+void register_converting(const Options& o, std::size_t n) {
+  const std::string name = std::string("hardsigmoid/") + dtype_name<TIn>() + "_to_" + dtype_name<TOut>() +
+                           "/interleaved/out_of_place/aligned/n:" + std::to_string(n);
   const std::size_t job = n * (sizeof(TIn) + sizeof(TOut));
   const std::size_t in_bytes = std::max(n * sizeof(TIn), job / 2);
   const std::size_t out_bytes = std::max(n * sizeof(TOut), job / 2);
@@ -286,7 +293,7 @@ void register_backward(const Options& o, std::size_t n) {
         case Contender::memcpy: return cudaMemcpyAsync(dx, grad, job / 2, cudaMemcpyDeviceToDevice, stream);
         case Contender::cub:
           return cub::DeviceTransform::Transform(cuda::std::make_tuple(g, v), out, n,
-                                                 TwoInputOp<hardact::HardSigmoidBackward, T>{}, stream);
+                                                 RoundedOp<hardact::HardSigmoidBackward, T>{}, stream);
         default:
           return on_path(k, [&] { return hardact::transform(hardact::HardSigmoidBackward{}, g, v, out, n, stream); });
       }
@@ -335,7 +342,8 @@ void register_interleaved_benchmarks(const Options& o) {
   register_placements<double>(o, "hardsigmoid", hardact::HardSigmoid{}, reference_elements<double>(), 1);
   register_backward<float>(o, kReferenceElements);
   register_backward<__nv_bfloat16>(o, reference_elements<__nv_bfloat16>());
-  register_float_to_bfloat16(o, kReferenceElements);
+  register_converting<float, __nv_bfloat16>(o, kReferenceElements);
+  register_converting<__nv_bfloat16, float>(o, kReferenceElements);
   for (int log2 = 10; log2 <= 20; log2 += 2) {
     register_one_input<float>(o, "hardsigmoid", hardact::HardSigmoid{}, std::size_t(1) << log2, false,
                               Offsets::aligned, kLaunchLoopCalls);

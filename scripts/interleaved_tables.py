@@ -64,7 +64,9 @@ def ratio_cell(row, contender):
 
 
 def element_bytes(dtype):
-    return {"float": 4, "double": 8, "half": 2, "bfloat16": 2}.get(dtype.split("_to_")[0], 4)
+    if "_to_" in dtype:  # converting cases use the reference shape's float element count
+        return 4
+    return {"float": 4, "double": 8, "half": 2, "bfloat16": 2}.get(dtype, 4)
 
 
 def is_reference(key):

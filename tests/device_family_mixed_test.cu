@@ -1,5 +1,5 @@
 // Mixed input and output types through hardact::transform on the device: float -> bfloat16/half,
-// bfloat16/half -> float, float/bfloat16 -> fp8 e4m3/e5m2 (saturating), for HardSigmoid and
+// bfloat16/half -> float, bfloat16/float -> double, float/bfloat16 -> fp8 e4m3/e5m2 (saturating), for HardSigmoid and
 // HardSwish (whose unbounded outputs reach the fp8 saturation) and a chain, sizes x offsets, bit
 // for bit against the independent reference rounded once from float.
 //
@@ -45,6 +45,16 @@ TEST(DeviceFamilyMixed, Bfloat16ToFloat) {
 TEST(DeviceFamilyMixed, HalfToFloat) {
   HARDACT_REQUIRE_DEVICE();
   check_pair<__half, float>();
+}
+// Widening to double: on the staged path each thread reads 4 (bfloat16) or 8 (float) bytes of
+// input per 16-byte store, the narrowest shared-memory reads it makes.
+TEST(DeviceFamilyMixed, Bfloat16ToDouble) {
+  HARDACT_REQUIRE_DEVICE();
+  check_pair<__nv_bfloat16, double>();
+}
+TEST(DeviceFamilyMixed, FloatToDouble) {
+  HARDACT_REQUIRE_DEVICE();
+  check_pair<float, double>();
 }
 TEST(DeviceFamilyMixed, FloatToE4M3) {
   HARDACT_REQUIRE_DEVICE();

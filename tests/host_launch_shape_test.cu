@@ -51,6 +51,29 @@ TEST(LaunchShape, OneTileBlocksSizedByLittlesLaw) {
   EXPECT_EQ((staged_shape<float, float, float>(kH100).units_per_thread), 1);
 }
 
+TEST(LaunchShape, FewerResidentBlocksGetLargerTiles) {
+  // A policy that needs many registers (double HardSigmoid: 12 resident blocks of 128 threads, not
+  // 16): 12 x 2 KiB holds too little even on the H100, so both cards take 4 KiB.
+  hardact::detail::StagedResidency twelve;
+  twelve.blocks[0] = twelve.blocks[1] = 12;
+  EXPECT_EQ((staged_shape<double, double>(kH100, twelve).units_per_thread), 2);
+  EXPECT_EQ((staged_shape<double, double>(kH200, twelve).units_per_thread), 2);
+  EXPECT_EQ((staged_shape<double, double>(kH200, twelve).tiles_per_block), 1);
+  // With all 16 resident the H100 keeps 2 KiB tiles (within 10% of its 33 KB), the H200 does not.
+  EXPECT_EQ((staged_shape<double, double>(kH100).units_per_thread), 1);
+  EXPECT_EQ((staged_shape<double, double>(kH200).units_per_thread), 2);
+}
+
+TEST(LaunchShape, UnitIsOneSixteenByteStoreOfTheOutput) {
+  using hardact::detail::kUnitElements;
+  EXPECT_EQ((kUnitElements<float, float>), 4);
+  EXPECT_EQ((kUnitElements<double, double>), 2);
+  EXPECT_EQ((kUnitElements<__nv_bfloat16, float>), 8);   // narrowing: 32 input bytes per 16 stored
+  EXPECT_EQ((kUnitElements<float, __nv_bfloat16>), 4);   // widening: 8 input bytes per 16 stored
+  EXPECT_EQ((kUnitElements<double, __nv_bfloat16>), 2);  // 4 input bytes, the least a thread reads
+  EXPECT_EQ((kUnitElements<double, __nv_fp8_e4m3>), 4);  // so 1-byte inputs give 32-byte stores
+}
+
 TEST(LaunchShape, PersistentRingWhenOneTileBlocksCannotHoldEnough) {
   // A card with the H200's bandwidth on a quarter of the multiprocessors and an eighth of the
   // threads: 2 resident one-tile blocks cannot cover Little's law, so blocks keep several tiles

@@ -130,12 +130,13 @@ void tune_case(const std::string& name, const Op& op, std::size_t n, const Devic
   unsigned char* scratch_dst = g_copy_destination;
   const auto copy = [&] { return cudaMemcpyAsync(scratch_dst, scratch_src, job / 2, cudaMemcpyDeviceToDevice, g_stream); };
 
-  const StagedShape rule = staged_shape<TOut, TIn...>(device);
+  const StagedResidency residency = staged_residency<false, Op, TOut, TIn...>(device);
+  const StagedShape rule = staged_shape<TOut, TIn...>(device, residency);
   std::printf("== %s: n %zu, %.2f GB per call; rule: units %d (tile %zu B loaded), tiles/block %d (0: persistent), "
-              "stages %d (bytes in flight wanted %.0f B/SM, %zu resident blocks)\n",
+              "stages %d (bytes in flight wanted %.0f B/SM; resident one-tile blocks %d at 1 unit, %d at 2)\n",
               name.c_str(), n, static_cast<double>(job) / 1e9, rule.units_per_thread,
               rule.units_per_thread * StagedTileOf<1, TOut, TIn...>::kLoadedBytes, rule.tiles_per_block, rule.stages,
-              bytes_in_flight_per_multiprocessor(device), resident_one_tile_blocks<StagedTileOf<1, TOut, TIn...>>(device));
+              bytes_in_flight_per_multiprocessor(device), residency.of(1), residency.of(2));
   measure(name + " hardact automatic", [&] { return hardact::transform(op, in..., out, n, g_stream); }, copy, reps);
   {
     const ScopedTransformPath direct(TransformPath::direct);

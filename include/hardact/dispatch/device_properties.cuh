@@ -19,6 +19,7 @@ namespace detail {
 /// cudaDeviceGetAttribute, which is cheap, but only once per device: a launch then costs one
 /// cudaGetDevice and one cached lookup.
 struct DeviceProperties {
+  int ordinal = -1;  ///< the device these were read from
   int max_grid_dim_x = 0;
   int compute_capability_major = 0;
   int multiprocessor_count = 0;
@@ -61,6 +62,7 @@ inline cudaError_t query_device_properties(int device, DeviceProperties& propert
     if (status != cudaSuccess) return status;
   }
   p.peak_memory_bandwidth = peak_bandwidth_from(memory_clock_khz, bus_width_bits);
+  p.ordinal = device;
   properties = p;
   return cudaSuccess;
 }

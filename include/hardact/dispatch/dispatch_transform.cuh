@@ -220,14 +220,27 @@ StagedRange staged_range(std::size_t n, const TOut* out, const TIn*... in) {
   return range;
 }
 
-/// Launches the staged kernel with `shape` (stages >= 1): a grid of blocks of `tiles_per_block`
-/// tiles each, or a persistent grid of as many blocks as the shape keeps resident.
+/// Launches the staged kernel with `shape` (stages >= 1): a block per tile (the straight-line
+/// one-tile form) when the shape asks for one tile and one stage per block and the grid can hold
+/// every tile; otherwise the ring form, as a grid of blocks of `tiles_per_block` tiles each, or a
+/// persistent grid of as many blocks as the shape keeps resident.
 template <int UnitsPerThread, bool StreamingStores, int BlockThreads = kStagedBlockThreads, class Op, class TOut,
           class... TIn>
 cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape, const DeviceProperties& device,
                           cudaStream_t stream, TOut* out, const TIn*... in) {
   using Tile = StagedTile<BlockThreads, UnitsPerThread, TOut, TIn...>;
   const StagedRange range = staged_range<Tile>(n, static_cast<const TOut*>(out), in...);
+  const std::size_t max_blocks = static_cast<std::size_t>(device.max_grid_dim_x);
+  cudaLaunchConfig_t config{};
+  config.blockDim = dim3(BlockThreads);
+  config.dynamicSmemBytes = Tile::shared_memory_bytes(shape.stages);
+  config.stream = stream;
+  if (shape.tiles_per_block == 1 && shape.stages == 1 && range.num_tiles <= max_blocks) {
+    config.gridDim = dim3(static_cast<unsigned int>(std::max<std::size_t>(range.num_tiles, 1)));  // block 0 does the ends
+    return cudaLaunchKernelEx(
+        &config, staged_transform_kernel<BlockThreads, UnitsPerThread, StagedLoop::one_tile, StreamingStores, Op, TOut, TIn...>,
+        op, range, shape.stages, out, in...);
+  }
   std::size_t blocks = 0;
   if (shape.tiles_per_block > 0) {
     const std::size_t per_block = static_cast<std::size_t>(shape.tiles_per_block);
@@ -236,16 +249,12 @@ cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape,
     const std::size_t sms = static_cast<std::size_t>(device.multiprocessor_count > 0 ? device.multiprocessor_count : 1);
     blocks = std::min(range.num_tiles, static_cast<std::size_t>(shape.blocks_per_multiprocessor) * sms);
   }
-  blocks = std::min(blocks, static_cast<std::size_t>(device.max_grid_dim_x));  // the kernel loops past it
-  if (blocks == 0) blocks = 1;  // block 0 still does the scalar ends
-
-  cudaLaunchConfig_t config{};
+  blocks = std::min(blocks, max_blocks);  // the ring form loops past it
+  if (blocks == 0) blocks = 1;            // block 0 still does the scalar ends
   config.gridDim = dim3(static_cast<unsigned int>(blocks));
-  config.blockDim = dim3(BlockThreads);
-  config.dynamicSmemBytes = Tile::shared_memory_bytes(shape.stages);
-  config.stream = stream;
-  return cudaLaunchKernelEx(&config, staged_transform_kernel<BlockThreads, UnitsPerThread, StreamingStores, Op, TOut, TIn...>,
-                            op, range, shape.stages, out, in...);
+  return cudaLaunchKernelEx(
+      &config, staged_transform_kernel<BlockThreads, UnitsPerThread, StagedLoop::ring, StreamingStores, Op, TOut, TIn...>,
+      op, range, shape.stages, out, in...);
 }
 
 /// Evict-first (.cs) stores measured no faster than plain ones on the staged path (TUNING.md row 15).
@@ -274,7 +283,8 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
   const cudaError_t status = current_device_properties(device);
   if (status != cudaSuccess) return status;
   if constexpr (RequestedWidth == 0) {
-    const StagedShape shape = staged_shape<TOut, TIn...>(device);
+    const StagedShape shape =
+        staged_shape<TOut, TIn...>(device, staged_residency<kStagedStreamingStores, Op, TOut, TIn...>(device));
     constexpr std::size_t kBytesPerElement = (sizeof(TOut) + ... + sizeof(TIn));
     const std::size_t bytes = n <= SIZE_MAX / kBytesPerElement ? n * kBytesPerElement : SIZE_MAX;
     if (choose_path(device, bytes, shape) == TransformPath::staged && shape.stages >= 1) {

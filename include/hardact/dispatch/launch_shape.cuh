@@ -61,6 +61,9 @@ inline constexpr int kStagedMaxUnitsPerThread = 2;
 inline constexpr double kLoadedMemoryLatencySeconds = 1.3e-6;
 /// Bandwidth assumed when a device does not report its memory clock and bus width.
 inline constexpr double kFallbackMemoryBandwidth = 3.35e12;
+/// The share of Little's law's bytes in flight the chosen tile's resident blocks must hold: the
+/// H100's 2 KiB one-input tile holds 0.99 of its 33 KB, and ran best (TUNING.md row 19).
+inline constexpr double kStagedInFlightShare = 0.9;
 /// Resident blocks per multiprocessor when one-tile blocks cannot keep enough loads in flight and
 /// a persistent grid with a ring of stages per block must.
 inline constexpr int kStagedPersistentBlocksPerMultiprocessor = 4;
@@ -102,24 +105,77 @@ int stages_fitting(std::size_t per_block) {
   return fitting;
 }
 
-/// Blocks of `Tile` that can be resident on one multiprocessor with one stage each.
+/// Blocks of `Tile` that threads, shared memory and the block limit let be resident on one
+/// multiprocessor with one stage each; registers are not counted (see staged_residency).
 template <class Tile>
-std::size_t resident_one_tile_blocks(const DeviceProperties& device) {
+int resident_one_tile_blocks(const DeviceProperties& device) {
   const std::size_t by_threads = static_cast<std::size_t>(device.max_threads_per_multiprocessor) / Tile::kThreads;
   const std::size_t by_shared = static_cast<std::size_t>(device.shared_memory_per_multiprocessor) /
                                 (Tile::shared_memory_bytes(1) + kReservedSharedMemoryPerBlock);
-  return std::min({by_threads, static_cast<std::size_t>(device.max_blocks_per_multiprocessor), by_shared});
+  return static_cast<int>(std::min({by_threads, static_cast<std::size_t>(device.max_blocks_per_multiprocessor), by_shared}));
+}
+
+/// One-tile blocks of the staged kernel resident per multiprocessor, for each unit count.
+struct StagedResidency {
+  int blocks[kStagedMaxUnitsPerThread] = {};
+  int of(int units) const { return blocks[units - 1]; }
+};
+
+/// The residency threads, shared memory and the block limit allow: what the rule falls back on
+/// when the runtime cannot be asked, and what host tests give it.
+template <class TOut, class... TIn>
+StagedResidency estimated_residency(const DeviceProperties& device) {
+  static_assert(kStagedMaxUnitsPerThread == 2, "hardact: one entry per unit count");
+  StagedResidency residency;
+  residency.blocks[0] = resident_one_tile_blocks<StagedTileOf<1, TOut, TIn...>>(device);
+  residency.blocks[1] = resident_one_tile_blocks<StagedTileOf<2, TOut, TIn...>>(device);
+  return residency;
+}
+
+/// Devices whose kernel residencies are cached (others are asked on every call).
+inline constexpr int kResidencyCachedDevices = 64;
+
+/// Resident one-tile blocks per multiprocessor of the staged kernel for `Op`, with registers
+/// counted, as the runtime computes it (cudaOccupancyMaxActiveBlocksPerMultiprocessor): a policy
+/// that needs many registers leaves fewer blocks resident (double HardSigmoid: 12 of 16), and each
+/// must then carry a larger tile. Asked once per kernel and device, then one atomic load; if the
+/// runtime cannot answer, the estimate without registers.
+template <int Units, bool StreamingStores, class Op, class TOut, class... TIn>
+int resident_one_tile_kernel_blocks(const DeviceProperties& device, int estimate) {
+  static std::atomic<int> cached[kResidencyCachedDevices];  // residency + 1; 0 until asked
+  const bool cacheable = device.ordinal >= 0 && device.ordinal < kResidencyCachedDevices;
+  if (cacheable) {
+    const int known = cached[device.ordinal].load(std::memory_order_relaxed);
+    if (known > 0) return known - 1;
+  }
+  using Tile = StagedTileOf<Units, TOut, TIn...>;
+  int blocks = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &blocks,
+          staged_transform_kernel<kStagedBlockThreads, Units, StagedLoop::one_tile, StreamingStores, Op, TOut, TIn...>,
+          kStagedBlockThreads, Tile::shared_memory_bytes(1)) != cudaSuccess) {
+    return estimate;
+  }
+  if (cacheable) cached[device.ordinal].store(blocks + 1, std::memory_order_relaxed);
+  return blocks;
+}
+
+template <bool StreamingStores, class Op, class TOut, class... TIn>
+StagedResidency staged_residency(const DeviceProperties& device) {
+  StagedResidency residency = estimated_residency<TOut, TIn...>(device);
+  residency.blocks[0] = resident_one_tile_kernel_blocks<1, StreamingStores, Op, TOut, TIn...>(device, residency.blocks[0]);
+  residency.blocks[1] = resident_one_tile_kernel_blocks<2, StreamingStores, Op, TOut, TIn...>(device, residency.blocks[1]);
+  return residency;
 }
 
 /// The staged kernel's shape on `device`: one-tile blocks, as many resident per multiprocessor as
-/// threads and shared memory allow, each with its tile's loads in flight, with the tile (units per
-/// thread) sized so that the resident tiles hold what Little's law asks for: the power of two
-/// nearest (in ratio) to bytes in flight / resident blocks. Measured fastest on the H100 and H200
-/// (docs/TUNING.md): more bytes than needed cost ~1% on the H100, fewer ~7% on the H200. If even
-/// the largest tile holds less than half of it, a persistent grid whose blocks each keep
-/// stages - 1 tiles in flight while computing one.
+/// `residency` says, each with its tile's loads in flight, with the smallest tile (units per
+/// thread, a power of two) whose resident blocks hold kStagedInFlightShare of what Little's law
+/// asks for. Measured (TUNING.md rows 19 and 21): a larger tile than needed costs ~1% on the H100,
+/// a smaller one 7-10% on the H200. If even the largest tile holds less than half of it, a
+/// persistent grid whose blocks each keep stages - 1 tiles in flight while computing one.
 template <class TOut, class... TIn>
-StagedShape staged_shape(const DeviceProperties& device) {
+StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& residency) {
   using Base = StagedTileOf<1, TOut, TIn...>;
   using Largest = StagedTileOf<kStagedMaxUnitsPerThread, TOut, TIn...>;
   const TransformTuning& tuning = transform_tuning();
@@ -129,19 +185,16 @@ StagedShape staged_shape(const DeviceProperties& device) {
   const double in_flight = bytes_in_flight_per_multiprocessor(device);
   StagedShape shape;
 
-  const std::size_t resident = resident_one_tile_blocks<Base>(device);
-  if (resident == 0) return shape;
-  const double wanted_tile = in_flight / static_cast<double>(resident);
+  const auto held = [&](int units) {
+    return static_cast<double>(residency.of(units)) * static_cast<double>(units) * static_cast<double>(Base::kLoadedBytes);
+  };
+  if (residency.of(1) == 0) return shape;
   int units = 1;
-  while (units < kStagedMaxUnitsPerThread && wanted_tile > 1.4142 * static_cast<double>(units) * static_cast<double>(Base::kLoadedBytes)) {
-    units *= 2;
-  }
+  while (units < kStagedMaxUnitsPerThread && held(units) < kStagedInFlightShare * in_flight) units *= 2;
   if (forced_units >= 1 && forced_units <= kStagedMaxUnitsPerThread) units = forced_units;
   shape.units_per_thread = units;
 
-  const bool enough =
-      static_cast<double>(resident) * static_cast<double>(units) * static_cast<double>(Base::kLoadedBytes) >= in_flight / 2;
-  if (forced_blocks == 0 && forced_stages == 0 && enough &&
+  if (forced_blocks == 0 && forced_stages == 0 && held(units) >= in_flight / 2 &&
       Largest::shared_memory_bytes(1) <= kDefaultSharedMemoryPerBlock) {
     shape.tiles_per_block = 1;
     shape.stages = 1;
@@ -163,6 +216,12 @@ StagedShape staged_shape(const DeviceProperties& device) {
   const int stages = wanted < 2 ? 2 : wanted;
   shape.stages = stages <= fitting ? stages : (fitting >= 2 ? fitting : 0);
   return shape;
+}
+
+/// The shape from the residency estimate (registers not counted): for host-side tests and tools.
+template <class TOut, class... TIn>
+StagedShape staged_shape(const DeviceProperties& device) {
+  return staged_shape<TOut, TIn...>(device, estimated_residency<TOut, TIn...>(device));
 }
 
 /// The path for an automatic-width call of n elements moving `bytes` in all.

@@ -74,50 +74,53 @@ __device__ __forceinline__ void order_reads_before_bulk_copy() { cuda::ptx::fenc
 
 #endif  // __CUDA_ARCH__ >= 900
 
-/// `Bytes` bytes starting `shift` bytes past `aligned` in shared memory, as 32-bit words.
-/// `aligned` is 16-byte aligned, `shift` < 16 is the same for the whole block, and the 16 bytes
-/// past the data may be read (the staging buffers are padded for it). An unshifted read is
-/// Bytes / 16 vector loads; a shifted one reads one vector more and funnels the words into place,
-/// so relatively misaligned inputs still cost only 16-byte shared-memory loads.
+/// The `Bytes` bytes of unit `unit` of a staging buffer whose data starts `shift` bytes past
+/// `buffer`, as 32-bit words. `buffer` is 16-byte aligned, `shift` < 16 is the same for the whole
+/// block, and the 16 bytes past the data may be read (the staging buffers are padded for it).
+/// Bytes is 4, 8 or a multiple of 16: the loads are of min(Bytes, 16) bytes, aligned. An unshifted
+/// read is Bytes / that many loads; a shifted one reads one load more and funnels the words into
+/// place, so relatively misaligned inputs still cost only aligned shared-memory loads.
 template <int Bytes>
-__device__ __forceinline__ void read_shifted_words(const unsigned char* aligned, unsigned shift,
+__device__ __forceinline__ void read_shifted_words(const unsigned char* buffer, unsigned shift, std::size_t unit,
                                                    std::uint32_t (&words)[static_cast<std::size_t>(Bytes / 4)]) {
-  static_assert(Bytes % 16 == 0, "hardact: staged reads are whole 16-byte vectors");
-  constexpr int kVectors = Bytes / 16;
-  const uint4* vectors = reinterpret_cast<const uint4*>(aligned);
-  if (shift == 0) {
-#pragma unroll
-    for (int v = 0; v < kVectors; ++v) {
-      const uint4 vector = vectors[v];
-      words[4 * v + 0] = vector.x;
-      words[4 * v + 1] = vector.y;
-      words[4 * v + 2] = vector.z;
-      words[4 * v + 3] = vector.w;
+  static_assert(Bytes == 4 || Bytes == 8 || Bytes % 16 == 0, "hardact: staged reads are 4, 8 or 16k bytes");
+  constexpr int kLoadBytes = Bytes < 16 ? Bytes : 16;
+  constexpr int kLoadWords = kLoadBytes / 4;
+  constexpr int kLoads = Bytes / kLoadBytes;
+  using Load = cuda::std::conditional_t<kLoadBytes == 16, uint4, cuda::std::conditional_t<kLoadBytes == 8, uint2, std::uint32_t>>;
+  // Whole loads of the shift go into the address; what is left (< kLoadBytes) is funnelled.
+  const Load* loads = reinterpret_cast<const Load*>(buffer + unit * Bytes + shift / kLoadBytes * kLoadBytes);
+  const unsigned residual = shift % kLoadBytes;
+  const auto unpack = [](const Load& load, std::uint32_t* to) {
+    if constexpr (kLoadWords == 4) {
+      to[0] = load.x, to[1] = load.y, to[2] = load.z, to[3] = load.w;
+    } else if constexpr (kLoadWords == 2) {
+      to[0] = load.x, to[1] = load.y;
+    } else {
+      to[0] = load;
     }
+  };
+  if (residual == 0) {
+#pragma unroll
+    for (int v = 0; v < kLoads; ++v) unpack(loads[v], words + kLoadWords * v);
     return;
   }
-  std::uint32_t window[static_cast<std::size_t>(4 * (kVectors + 1))];
+  std::uint32_t window[static_cast<std::size_t>(kLoadWords * (kLoads + 1))];
 #pragma unroll
-  for (int v = 0; v <= kVectors; ++v) {
-    const uint4 vector = vectors[v];
-    window[4 * v + 0] = vector.x;
-    window[4 * v + 1] = vector.y;
-    window[4 * v + 2] = vector.z;
-    window[4 * v + 3] = vector.w;
-  }
+  for (int v = 0; v <= kLoads; ++v) unpack(loads[v], window + kLoadWords * v);
   // The word offset selects registers, so it must be a compile-time constant in each branch
   // (a run-time index would move `window` to local memory); the bit offset may be a run-time value.
-  const unsigned bits = (shift & 3u) * 8u;
+  const unsigned bits = (residual & 3u) * 8u;
   const auto funnel = [&](auto word_offset) {
     constexpr int kOffset = decltype(word_offset)::value;
 #pragma unroll
     for (int k = 0; k < Bytes / 4; ++k) words[k] = __funnelshift_r(window[k + kOffset], window[k + kOffset + 1], bits);
   };
-  switch (shift >> 2) {
+  switch (residual >> 2) {
     case 0: funnel(cuda::std::integral_constant<int, 0>{}); break;
-    case 1: funnel(cuda::std::integral_constant<int, 1>{}); break;
-    case 2: funnel(cuda::std::integral_constant<int, 2>{}); break;
-    default: funnel(cuda::std::integral_constant<int, 3>{}); break;
+    case 1: if constexpr (kLoadWords > 1) funnel(cuda::std::integral_constant<int, 1>{}); break;
+    case 2: if constexpr (kLoadWords > 2) funnel(cuda::std::integral_constant<int, 2>{}); break;
+    default: if constexpr (kLoadWords > 3) funnel(cuda::std::integral_constant<int, 3>{}); break;
   }
 }
 

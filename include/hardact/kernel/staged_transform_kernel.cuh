@@ -6,14 +6,14 @@
 /// The dispatch layer cuts [0, n) into a scalar head, a staged range and a scalar tail. The staged
 /// range starts where the output sits on a 128-byte line and every input's 16-byte granules lie
 /// wholly inside its array, so no copy touches a byte outside the caller's ranges. It is cut into
-/// tiles of BlockThreads * UnitsPerThread units of kUnitElements elements. Blocks take tiles with a
-/// grid stride and keep up to `stages` of them in flight in a ring of shared-memory stages, each
-/// completing on its own mbarrier, issued by one thread. The shape rule (dispatch/launch_shape.cuh)
-/// normally launches one tile per block with one stage, so that the hardware keeps as many tiles
-/// in flight per multiprocessor as blocks are resident; the ring serves devices where that is not
-/// enough. An input that is misaligned relative to the output is copied from its granule-aligned
-/// window and read back shifted (shared_staging.cuh), so every pointer alignment runs at about the
-/// same speed.
+/// tiles of BlockThreads * UnitsPerThread units of kUnitElements elements. The shape rule
+/// (dispatch/launch_shape.cuh) normally launches one block per tile, so that the hardware keeps as
+/// many tiles in flight per multiprocessor as blocks are resident; one thread issues the tile's
+/// copies, which complete on an mbarrier. The ring form, where blocks take tiles with a grid stride
+/// and keep up to `stages` of them in flight in a ring of shared-memory stages, serves devices
+/// where that is not enough. An input that is misaligned relative to the output is copied from its
+/// granule-aligned window and read back shifted (shared_staging.cuh), so every pointer alignment
+/// runs at about the same speed.
 #pragma once
 
 #include <hardact/kernel/apply_op.cuh>
@@ -33,15 +33,21 @@
 namespace hardact {
 namespace detail {
 
-/// Elements per unit: one 16-byte access of the narrowest type (output included), so every type's
-/// share of a unit is a whole number of 16-byte vectors; and at least 4, so that a thread has four
-/// independent computations to overlap (double division at 2 per thread ran at 0.93 of the copy on
-/// the H100, at 4 per thread at 1.00: docs/TUNING.md).
-template <class... T>
-inline constexpr int kUnitElements = std::max(4, static_cast<int>(kMaxAccessBytes / std::min({sizeof(T)...})));
+/// Elements per unit, a thread's share of a tile per step: one 16-byte store of the output type, so
+/// that consecutive threads' stores cover whole 32-byte sectors (two 16-byte stores 32 bytes apart
+/// per thread half-filled every sector a store instruction touched: double at 4 elements per unit
+/// ran at 0.97 of the copy on the H200, at 2 at 1.00; bfloat16 -> float at 8, 0.77: TUNING.md row
+/// 21); but at least 4 bytes of every input, so that shared-memory reads stay whole words.
+template <class TOut, class... TIn>
+inline constexpr int kUnitElements = std::max(static_cast<int>(kMaxAccessBytes / sizeof(TOut)),
+                                              static_cast<int>(4 / std::min({sizeof(TIn)...})));
 
 /// Bytes of shared memory the block's barriers take, in front of the stages (enough for 16).
 inline constexpr std::size_t kStageBarrierBytes = 128;
+/// Every staging buffer starts on a 128-byte boundary of shared memory: a bulk copy into a buffer
+/// that did not (the second input's, 16 bytes past the first) ran two-input calls 2% slower on the
+/// H200 (docs/TUNING.md row 21).
+inline constexpr std::size_t kStagingBufferAlignment = 128;
 inline constexpr int kMaxStages = static_cast<int>(kStageBarrierBytes / sizeof(std::uint64_t));
 
 /// Tile geometry of one kernel instantiation.
@@ -50,9 +56,12 @@ struct StagedTile {
   static constexpr std::size_t kThreads = static_cast<std::size_t>(BlockThreads);
   static constexpr std::size_t kUnit = static_cast<std::size_t>(kUnitElements<TOut, TIn...>);
   static constexpr std::size_t kElements = static_cast<std::size_t>(BlockThreads) * UnitsPerThread * kUnit;
-  /// Each input's staging buffer: the tile plus one granule, which a shifted window needs.
+  /// Each input's staging buffer: the tile plus one granule, which a shifted window needs, rounded
+  /// up so that the next buffer is aligned too.
   template <class T>
-  static constexpr std::size_t kBufferBytes = kElements * sizeof(T) + kBulkCopyGranule;
+  static constexpr std::size_t kBufferBytes =
+      (kElements * sizeof(T) + kBulkCopyGranule + kStagingBufferAlignment - 1) / kStagingBufferAlignment *
+      kStagingBufferAlignment;
   static constexpr std::size_t kStageBytes = (kBufferBytes<TIn> + ...);
   static constexpr std::size_t kLoadedBytes = ((kElements * sizeof(TIn)) + ...);
   static constexpr std::size_t shared_memory_bytes(int stages) {
@@ -74,7 +83,7 @@ __device__ __forceinline__ AlignedVector<T, Elements> read_staged_unit(const uns
                                                                        std::size_t unit) {
   constexpr int kBytes = Elements * static_cast<int>(sizeof(T));
   std::uint32_t words[static_cast<std::size_t>(kBytes / 4)];
-  read_shifted_words<kBytes>(buffer + unit * kBytes, shift, words);
+  read_shifted_words<kBytes>(buffer, shift, unit, words);
   AlignedVector<T, Elements> vector;
   memcpy(&vector, words, kBytes);  // a register-to-register reinterpretation
   return vector;
@@ -133,11 +142,34 @@ __device__ __forceinline__ void issue_tile(unsigned char* stage, const std::size
 }
 #endif
 
-/// out[i] = op(in[i]...) for i in [0, range.n). Launched with BlockThreads threads, any grid, and
-/// StagedTile<...>::shared_memory_bytes(stages) bytes of dynamic shared memory, 1 <= stages <=
-/// kMaxStages. Compiled for an architecture without the bulk-copy engine it still gives the same
-/// results, one element per thread and step (the dispatch layer does not choose it there).
-template <int BlockThreads, int UnitsPerThread, bool StreamingStores, class Op, class TOut, class... TIn>
+/// Block 0's share: the scalar head [0, staged_begin) and tail [staged_end, n).
+template <int BlockThreads, class Op, class TOut, class... TIn>
+__device__ __forceinline__ void transform_scalar_ends(const Op& op, const StagedRange& range, TOut* out,
+                                                      const TIn*... in) {
+  const std::size_t head = range.staged_begin;
+  const std::size_t leftovers = head + (range.n - range.staged_end);
+  for (std::size_t t = threadIdx.x; t < leftovers; t += BlockThreads) {
+    const std::size_t i = t < head ? t : range.staged_end + (t - head);
+    out[i] = apply_op<TOut>(op, in[i]...);
+  }
+}
+
+/// How a staged kernel walks the tiles.
+enum class StagedLoop {
+  one_tile,  ///< block b does tile b, with one stage: the grid has a block per tile
+  ring       ///< blocks take tiles with a grid stride, keeping up to `stages` in flight
+};
+
+/// out[i] = op(in[i]...) for i in [0, range.n). Launched with BlockThreads threads and
+/// StagedTile<...>::shared_memory_bytes(stages) bytes of dynamic shared memory: for
+/// StagedLoop::one_tile with at least max(num_tiles, 1) blocks and one stage, for StagedLoop::ring
+/// with any grid and 1 <= stages <= kMaxStages. The one-tile form is straight-line code (no loop,
+/// no 64-bit division for the block's tile count): on the H200 it ran double at 1.00 of the copy
+/// where the ring form with one stage ran 0.97 (TUNING.md row 21). Compiled for an architecture
+/// without the bulk-copy engine it still gives the same results, one element per thread and step
+/// (the dispatch layer does not choose it there).
+template <int BlockThreads, int UnitsPerThread, StagedLoop Loop, bool StreamingStores, class Op, class TOut,
+          class... TIn>
 __global__ void __launch_bounds__(BlockThreads)
     staged_transform_kernel(Op op, StagedRange range, int stages, TOut* out, const TIn*... in) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -153,52 +185,60 @@ __global__ void __launch_bounds__(BlockThreads)
   // the same shift inside its granule-aligned window in every tile.
   const unsigned shifts[] = {static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(in + range.staged_begin) %
                                                    kBulkCopyGranule)...};
-
-  const std::size_t stride = gridDim.x;
-  const std::size_t my_tiles =
-      blockIdx.x < range.num_tiles ? (range.num_tiles - 1 - blockIdx.x) / stride + 1 : 0;
-  const auto tile_first = [&](std::size_t k) { return range.staged_begin + (blockIdx.x + k * stride) * Tile::kElements; };
   const auto tile_count = [&](std::size_t first) {
     return range.staged_end - first < Tile::kElements ? range.staged_end - first : Tile::kElements;
   };
-  const std::size_t stage_count = static_cast<std::size_t>(stages);
 
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; ++s) init_stage_barrier(&barriers[s]);
-    for (std::size_t k = 0; k < stage_count && k < my_tiles; ++k) {
+  if constexpr (Loop == StagedLoop::one_tile) {
+    (void)stages;
+    const bool has_tile = blockIdx.x < range.num_tiles;
+    const std::size_t first = range.staged_begin + static_cast<std::size_t>(blockIdx.x) * Tile::kElements;
+    if (threadIdx.x == 0 && has_tile) {
+      init_stage_barrier(&barriers[0]);
+      issue_tile(stages_base, offsets, &barriers[0], first, tile_count(first), Inputs{}, in...);
+    }
+    __syncthreads();  // the barrier is initialised before anyone waits on it
+    if (blockIdx.x == 0) transform_scalar_ends<BlockThreads>(op, range, out, in...);  // while the tile is in flight
+    if (!has_tile) return;
+    wait_stage_barrier(&barriers[0], 0);
+    transform_staged_tile<BlockThreads, UnitsPerThread, StreamingStores, Op, TOut, TIn...>(
+        op, stages_base, offsets, shifts, tile_count(first), out + first, Inputs{});
+  } else {
+    const std::size_t stride = gridDim.x;
+    const std::size_t my_tiles =
+        blockIdx.x < range.num_tiles ? (range.num_tiles - 1 - blockIdx.x) / stride + 1 : 0;
+    const auto tile_first = [&](std::size_t k) { return range.staged_begin + (blockIdx.x + k * stride) * Tile::kElements; };
+    const std::size_t stage_count = static_cast<std::size_t>(stages);
+
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < stages; ++s) init_stage_barrier(&barriers[s]);
+      for (std::size_t k = 0; k < stage_count && k < my_tiles; ++k) {
+        const std::size_t first = tile_first(k);
+        issue_tile(stages_base + k * Tile::kStageBytes, offsets, &barriers[k], first, tile_count(first), Inputs{},
+                   in...);
+      }
+    }
+    __syncthreads();  // the barriers are initialised before anyone waits on them
+    if (blockIdx.x == 0) transform_scalar_ends<BlockThreads>(op, range, out, in...);  // while the first tiles fly
+
+    std::size_t stage = 0;
+    std::uint32_t phase = 0;
+    for (std::size_t k = 0; k < my_tiles; ++k) {
       const std::size_t first = tile_first(k);
-      issue_tile(stages_base + k * Tile::kStageBytes, offsets, &barriers[k], first, tile_count(first), Inputs{}, in...);
-    }
-  }
-  __syncthreads();  // the barriers are initialised before anyone waits on them
-
-  // Block 0 does the scalar ends while its first tiles are in flight.
-  if (blockIdx.x == 0) {
-    const std::size_t head = range.staged_begin;
-    const std::size_t leftovers = head + (range.n - range.staged_end);
-    for (std::size_t t = threadIdx.x; t < leftovers; t += BlockThreads) {
-      const std::size_t i = t < head ? t : range.staged_end + (t - head);
-      out[i] = apply_op<TOut>(op, in[i]...);
-    }
-  }
-
-  std::size_t stage = 0;
-  std::uint32_t phase = 0;
-  for (std::size_t k = 0; k < my_tiles; ++k) {
-    const std::size_t first = tile_first(k);
-    unsigned char* const stage_data = stages_base + stage * Tile::kStageBytes;
-    wait_stage_barrier(&barriers[stage], phase);
-    transform_staged_tile<BlockThreads, UnitsPerThread, StreamingStores, Op, TOut, TIn...>(op, stage_data, offsets, shifts,
-                                                                          tile_count(first), out + first, Inputs{});
-    __syncthreads();  // every thread is done reading this stage before it is refilled
-    if (threadIdx.x == 0 && k + stage_count < my_tiles) {
-      order_reads_before_bulk_copy();
-      const std::size_t next = tile_first(k + stage_count);
-      issue_tile(stage_data, offsets, &barriers[stage], next, tile_count(next), Inputs{}, in...);
-    }
-    if (++stage == stage_count) {
-      stage = 0;
-      phase ^= 1u;
+      unsigned char* const stage_data = stages_base + stage * Tile::kStageBytes;
+      wait_stage_barrier(&barriers[stage], phase);
+      transform_staged_tile<BlockThreads, UnitsPerThread, StreamingStores, Op, TOut, TIn...>(
+          op, stage_data, offsets, shifts, tile_count(first), out + first, Inputs{});
+      __syncthreads();  // every thread is done reading this stage before it is refilled
+      if (threadIdx.x == 0 && k + stage_count < my_tiles) {
+        order_reads_before_bulk_copy();
+        const std::size_t next = tile_first(k + stage_count);
+        issue_tile(stage_data, offsets, &barriers[stage], next, tile_count(next), Inputs{}, in...);
+      }
+      if (++stage == stage_count) {
+        stage = 0;
+        phase ^= 1u;
+      }
     }
   }
 #else
