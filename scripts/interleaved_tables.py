@@ -2,6 +2,7 @@
 """Tables and plots from hardact_bench's interleaved mode (--hardact_mode=interleaved, the default).
 
     scripts/interleaved_tables.py bench.json [more.json ...] --out DIR [--title TEXT]
+    scripts/interleaved_tables.py --cards H100=h100.json H200=h200.json --out DIR
 
 Each interleaved benchmark is one case, named <op>/<dtype>/interleaved/<placement>/<alignment>/n:<n>
 [/calls:<k>], with counters per contender C: C_x_copy (median over reps of the copy's time over
@@ -13,6 +14,8 @@ Writes to DIR:
     interleaved_tables.md   reference rows (x copy as "median (forward / reverse) [q1-q3]"),
                             the size sweeps, and time per call for the launch-bound sizes
     sweep_<op>_<dtype>.png  x copy against elements, one line per contender, one panel per placement
+or, with --cards, cards.md: the reference rows of each card side by side, with whether hardact
+reaches 0.99 x copy and CUB - 0.3% on each.
 """
 
 import argparse
@@ -165,13 +168,78 @@ def plot(cases, out_dir):
     return written
 
 
+ROW_ORDER = [("hardsigmoid", "float"), ("hardtanh", "float"), ("hardsigmoid", "bfloat16"), ("hardsigmoid", "half"),
+             ("hardsigmoid", "double"), ("hardsigmoid_backward", "float"), ("hardsigmoid_backward", "bfloat16"),
+             ("hardsigmoid", "float_to_bfloat16"), ("hardsigmoid", "bfloat16_to_float")]
+PLACEMENT_ORDER = [("out_of_place", "aligned"), ("in_place", "aligned"), ("out_of_place", "misaligned"),
+                   ("out_of_place", "relatively_misaligned")]
+PLACEMENT_TEXT = {("out_of_place", "aligned"): "out of place", ("in_place", "aligned"): "in place",
+                  ("out_of_place", "misaligned"): "x+1 → y+1",
+                  ("out_of_place", "relatively_misaligned"): "x+1 → y (relatively misaligned)"}
+
+
+def two_card_table(cards, floor=0.99, tolerance=0.003):
+    """Reference rows of several cards side by side, with whether hardact reaches `floor` x copy and
+    CUB - `tolerance` on each: cards is [(label, cases)]."""
+    def cell(row, contender):
+        if row is None or f"{contender}_x_copy" not in row:
+            return "—"
+        return "{:.3f} ({:.3f} / {:.3f})".format(row[f"{contender}_x_copy"], row[f"{contender}_x_copy_fwd"],
+                                                 row[f"{contender}_x_copy_rev"])
+
+    def marks(row):
+        if row is None or "hardact_x_copy" not in row:
+            return "—"
+        h, c = row["hardact_x_copy"], row.get("cub_x_copy", 0)
+        return ("✓" if h >= floor else "✗") + ("✓" if h >= c - tolerance else "✗")
+
+    header = "| case | " + " | ".join(f"{label} hardact | {label} CUB" for label, _ in cards) + \
+             f" | ≥{floor} / ≥CUB−{tolerance * 100:.1f}%: " + ", ".join(label for label, _ in cards) + " |"
+    lines = [header, "|---" * (2 + 2 * len(cards)) + "|"]
+    for op, dtype in ROW_ORDER:
+        for placement in PLACEMENT_ORDER:
+            rows = []
+            for _, cases in cards:
+                found = [v for k, v in cases.items()
+                         if k[:4] == (op, dtype) + placement and is_reference(k)]
+                rows.append(found[0] if found else None)
+            if all(r is None for r in rows):
+                continue
+            name = f"{dtype.replace('_to_', ' → ')} {op.replace('_backward', ' backward')}, {PLACEMENT_TEXT[placement]}"
+            lines.append(f"| {name} | " + " | ".join(f"{cell(r, 'hardact')} | {cell(r, 'cub')}" for r in rows) +
+                         " | " + ", ".join(marks(r) for r in rows) + " |")
+    for dtype in ("float", "bfloat16", "half", "double"):
+        spans = []
+        for _, cases in cards:
+            launch = [v for k, v in cases.items() if k[5] > 1 and k[1] == dtype and k[0] == "hardsigmoid"]
+            for contender in ("hardact", "cub"):
+                times = [r[f"{contender}_us"] for r in launch if f"{contender}_us" in r]
+                spans.append(f"{min(times):.2f}–{max(times):.2f}" if times else "—")
+        if any(s != "—" for s in spans):
+            lines.append(f"| µs per call, {dtype}, launch-bound sizes | " + " | ".join(spans) + " | |")
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("json", nargs="+")
+    parser.add_argument("json", nargs="*")
     parser.add_argument("--out", required=True)
     parser.add_argument("--title", default="hardact_bench, interleaved")
+    parser.add_argument("--cards", nargs="+", metavar="LABEL=JSON",
+                        help="instead: one side-by-side table of the reference rows of each card (cards.md)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.cards:
+        cards = []
+        for spec in args.cards:
+            label, path = spec.split("=", 1)
+            cards.append((label, load([path])[0]))
+        with open(os.path.join(args.out, "cards.md"), "w") as handle:
+            handle.write("\n".join(two_card_table(cards)) + "\n")
+        print("wrote", os.path.join(args.out, "cards.md"))
+        return 0
+    if not args.json:
+        parser.error("give bench JSON files, or --cards")
     cases, contexts = load(args.json)
     if not cases:
         print("no interleaved benchmarks in the input", file=sys.stderr)

@@ -72,10 +72,10 @@ inline constexpr std::size_t kDefaultSharedMemoryPerBlock = 48 * 1024;
 /// Shared memory the runtime reserves per resident block (1 KiB on sm_80 and later).
 inline constexpr std::size_t kReservedSharedMemoryPerBlock = 1024;
 /// Arrays moving fewer bytes than this many times the L2 cache stay on the direct path, where part
-/// of the traffic still hits L2 and one short launch costs less. Measured (interleaved sweep,
-/// docs/PERFORMANCE.md): H100 (50 MB L2) direct and staged level at 2^25 floats (1.016 / 1.019 x
-/// copy), staged ahead from 2^26; H200 (60 MB) direct ahead at 2^24 (0.978 / 0.952), staged from
-/// 2^25 (0.985 / 0.942). 4 x L2 puts the switch between 2^24 and 2^25 floats on both.
+/// of the traffic still hits L2 and one short launch costs less. Measured (interleaved sweeps,
+/// docs/TUNING.md): the staged path is ahead from 2^26 floats on the H100 (50 MB L2) and from 2^24
+/// on the H200 (60 MB); 4 x L2 switches between 2^24 and 2^25 on both, within 1% of the better
+/// path at every size.
 inline constexpr double kStagedMinimumL2Multiple = 4.0;
 
 template <int Units, class TOut, class... TIn>
@@ -171,7 +171,7 @@ StagedResidency staged_residency(const DeviceProperties& device) {
 /// The staged kernel's shape on `device`: one-tile blocks, as many resident per multiprocessor as
 /// `residency` says, each with its tile's loads in flight, with the smallest tile (units per
 /// thread, a power of two) whose resident blocks hold kStagedInFlightShare of what Little's law
-/// asks for. Measured (TUNING.md rows 19 and 21): a larger tile than needed costs ~1% on the H100,
+/// asks for. Measured (TUNING.md rows 19 and 22): a larger tile than needed costs ~1% on the H100,
 /// a smaller one 7-10% on the H200. If even the largest tile holds less than half of it, a
 /// persistent grid whose blocks each keep stages - 1 tiles in flight while computing one.
 template <class TOut, class... TIn>

@@ -36,8 +36,8 @@ namespace detail {
 /// Elements per unit, a thread's share of a tile per step: one 16-byte store of the output type, so
 /// that consecutive threads' stores cover whole 32-byte sectors (two 16-byte stores 32 bytes apart
 /// per thread half-filled every sector a store instruction touched: double at 4 elements per unit
-/// ran at 0.97 of the copy on the H200, at 2 at 1.00; bfloat16 -> float at 8, 0.77: TUNING.md row
-/// 21); but at least 4 bytes of every input, so that shared-memory reads stay whole words.
+/// ran at 0.97 of the copy on the H200, at 2 at 1.00; bfloat16 -> float at 8, 0.77: TUNING.md rows
+/// 21-22); but at least 4 bytes of every input, so that shared-memory reads stay whole words.
 template <class TOut, class... TIn>
 inline constexpr int kUnitElements = std::max(static_cast<int>(kMaxAccessBytes / sizeof(TOut)),
                                               static_cast<int>(4 / std::min({sizeof(TIn)...})));
@@ -46,7 +46,7 @@ inline constexpr int kUnitElements = std::max(static_cast<int>(kMaxAccessBytes /
 inline constexpr std::size_t kStageBarrierBytes = 128;
 /// Every staging buffer starts on a 128-byte boundary of shared memory: a bulk copy into a buffer
 /// that did not (the second input's, 16 bytes past the first) ran two-input calls 2% slower on the
-/// H200 (docs/TUNING.md row 21).
+/// H200 (docs/TUNING.md row 22).
 inline constexpr std::size_t kStagingBufferAlignment = 128;
 inline constexpr int kMaxStages = static_cast<int>(kStageBarrierBytes / sizeof(std::uint64_t));
 
@@ -165,9 +165,9 @@ enum class StagedLoop {
 /// StagedLoop::one_tile with at least max(num_tiles, 1) blocks and one stage, for StagedLoop::ring
 /// with any grid and 1 <= stages <= kMaxStages. The one-tile form is straight-line code (no loop,
 /// no 64-bit division for the block's tile count): on the H200 it ran double at 1.00 of the copy
-/// where the ring form with one stage ran 0.97 (TUNING.md row 21). Compiled for an architecture
-/// without the bulk-copy engine it still gives the same results, one element per thread and step
-/// (the dispatch layer does not choose it there).
+/// where the ring form with one stage ran 0.97, and it lost at most 0.5% to that form elsewhere
+/// (TUNING.md row 23). Compiled for an architecture without the bulk-copy engine it still gives
+/// the same results, one element per thread and step (the dispatch layer does not choose it there).
 template <int BlockThreads, int UnitsPerThread, StagedLoop Loop, bool StreamingStores, class Op, class TOut,
           class... TIn>
 __global__ void __launch_bounds__(BlockThreads)
