@@ -97,6 +97,22 @@ TEST(LaunchShape, PathBySizeAndArchitecture) {
   EXPECT_EQ(choose_path(ampere, static_cast<std::size_t>(64 * l2), shape), TransformPath::direct);
 }
 
+TEST(LaunchShape, StagedShapeIsWorkedOutOnlyWhenTheStagedPathIsWanted) {
+  using hardact::detail::staged_path_wanted;
+  const double l2 = static_cast<double>(kH200.l2_cache_bytes);
+  EXPECT_FALSE(staged_path_wanted(kH200, static_cast<std::size_t>(l2)));
+  EXPECT_TRUE(staged_path_wanted(kH200, static_cast<std::size_t>(4 * l2)));
+  DeviceProperties ampere = kH200;
+  ampere.compute_capability_major = 8;
+  EXPECT_FALSE(staged_path_wanted(ampere, static_cast<std::size_t>(64 * l2)));
+  // A staged shape that does not fit leaves the direct path even when the staged one is wanted.
+  StagedShape unfit = staged_shape<float, float>(kH200);
+  unfit.stages = 0;
+  EXPECT_EQ(choose_path(kH200, static_cast<std::size_t>(64 * l2), unfit), TransformPath::direct);
+  const hardact::detail::ScopedTransformPath staged(TransformPath::staged);
+  EXPECT_TRUE(staged_path_wanted(ampere, 16));
+}
+
 TEST(LaunchShape, ForcedPathWins) {
   const StagedShape shape = staged_shape<float, float>(kH100);
   {

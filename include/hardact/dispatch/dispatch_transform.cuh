@@ -283,16 +283,18 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
   const cudaError_t status = current_device_properties(device);
   if (status != cudaSuccess) return status;
   if constexpr (RequestedWidth == 0) {
-    const StagedShape shape =
-        staged_shape<TOut, TIn...>(device, staged_residency<kStagedStreamingStores, Op, TOut, TIn...>(device));
     constexpr std::size_t kBytesPerElement = (sizeof(TOut) + ... + sizeof(TIn));
     const std::size_t bytes = n <= SIZE_MAX / kBytesPerElement ? n * kBytesPerElement : SIZE_MAX;
-    if (choose_path(device, bytes, shape) == TransformPath::staged && shape.stages >= 1) {
-      static_assert(kStagedMaxUnitsPerThread == 2, "hardact: dispatch one instantiation per unit count");
-      if (shape.units_per_thread == 2) {
-        return launch_staged<2, kStagedStreamingStores>(op, n, shape, device, stream, out, in...);
+    if (staged_path_wanted(device, bytes)) {
+      const StagedShape shape =
+          staged_shape<TOut, TIn...>(device, staged_residency<kStagedStreamingStores, Op, TOut, TIn...>(device));
+      if (choose_path(device, bytes, shape) == TransformPath::staged) {
+        static_assert(kStagedMaxUnitsPerThread == 2, "hardact: dispatch one instantiation per unit count");
+        if (shape.units_per_thread == 2) {
+          return launch_staged<2, kStagedStreamingStores>(op, n, shape, device, stream, out, in...);
+        }
+        return launch_staged<1, kStagedStreamingStores>(op, n, shape, device, stream, out, in...);
       }
-      return launch_staged<1, kStagedStreamingStores>(op, n, shape, device, stream, out, in...);
     }
   }
   return launch_widest_aligned<kWidth>(op, n, device, stream, out, in...);

@@ -224,13 +224,21 @@ StagedShape staged_shape(const DeviceProperties& device) {
   return staged_shape<TOut, TIn...>(device, estimated_residency<TOut, TIn...>(device));
 }
 
-/// The path for an automatic-width call of n elements moving `bytes` in all.
-inline TransformPath choose_path(const DeviceProperties& device, std::size_t bytes, const StagedShape& shape) {
+/// Whether an automatic-width call moving `bytes` in all should take the staged path on `device`,
+/// before its shape is known: the shape is worked out only then, since a device's first call of a
+/// kind asks the runtime about the staged kernel (staged_residency).
+inline bool staged_path_wanted(const DeviceProperties& device, std::size_t bytes) {
   const TransformPath forced = transform_tuning().path.load(std::memory_order_relaxed);
-  if (forced != TransformPath::automatic) return forced;
-  if (device.compute_capability_major < 9 || shape.stages < 1) return TransformPath::direct;
+  if (forced != TransformPath::automatic) return forced == TransformPath::staged;
+  if (device.compute_capability_major < 9) return false;
   const double threshold = kStagedMinimumL2Multiple * static_cast<double>(device.l2_cache_bytes);
-  return static_cast<double>(bytes) >= threshold ? TransformPath::staged : TransformPath::direct;
+  return static_cast<double>(bytes) >= threshold;
+}
+
+/// The path for an automatic-width call moving `bytes` in all, given the staged shape on `device`
+/// (a shape that does not fit, stages == 0, leaves the direct path).
+inline TransformPath choose_path(const DeviceProperties& device, std::size_t bytes, const StagedShape& shape) {
+  return staged_path_wanted(device, bytes) && shape.stages >= 1 ? TransformPath::staged : TransformPath::direct;
 }
 
 }  // namespace detail
