@@ -27,23 +27,6 @@ namespace {
 
 using namespace hardact_test;
 
-/// A stream created for one test and destroyed with it.
-class OwnedStream {
- public:
-  OwnedStream() { status_ = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking); }
-  ~OwnedStream() {
-    if (status_ == cudaSuccess) (void)cudaStreamDestroy(stream_);
-  }
-  OwnedStream(const OwnedStream&) = delete;
-  OwnedStream& operator=(const OwnedStream&) = delete;
-  cudaError_t status() const { return status_; }
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-  cudaError_t status_ = cudaSuccess;
-};
-
 /// Downloads `out` and checks it against reference(inputs) bit for bit, guards included.
 template <class T, class Reference>
 ::testing::AssertionResult output_matches(GuardedBuffer<T>& out, const std::vector<T>& inputs,
@@ -63,7 +46,7 @@ template <class T, class Reference>
 TEST(DeviceGraph, CapturedCallsReplayOnFreshData) {
   HARDACT_REQUIRE_DEVICE();
   const std::size_t n = 100003;
-  OwnedStream stream;
+  Stream stream;
   HARDACT_ASSERT_CUDA(stream.status());
   GuardedBuffer<float> float_in(n, 1), float_out(n, 3);
   GuardedBuffer<__half> half_data(n, 5);
@@ -130,7 +113,7 @@ __global__ void copy_after_delay(const float* src, float* dst, std::size_t n, lo
 TEST(DeviceStream, CallIsOrderedOnAUserStream) {
   HARDACT_REQUIRE_DEVICE();
   const std::size_t n = 1 << 22;
-  OwnedStream stream;
+  Stream stream;
   HARDACT_ASSERT_CUDA(stream.status());
   GuardedBuffer<float> staged(n), in(n), out(n);
   HARDACT_ASSERT_CUDA(staged.status());

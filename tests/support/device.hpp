@@ -102,4 +102,21 @@ class GuardedBuffer {
   cudaError_t status_ = cudaSuccess;
 };
 
+/// A non-blocking stream on the device current at construction.
+class Stream {
+ public:
+  Stream() { status_ = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking); }
+  ~Stream() {
+    if (status_ == cudaSuccess) (void)cudaStreamDestroy(stream_);
+  }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaError_t status() const { return status_; }
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cudaError_t status_ = cudaSuccess;
+};
+
 }  // namespace hardact_test

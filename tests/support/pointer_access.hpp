@@ -68,23 +68,6 @@ inline std::vector<float> expected_backward(const std::vector<float>& grad, cons
   return expected;
 }
 
-/// A non-blocking stream on the device current at construction.
-class Stream {
- public:
-  Stream() { status_ = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking); }
-  ~Stream() {
-    if (status_ == cudaSuccess) (void)cudaStreamDestroy(stream_);
-  }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaError_t status() const { return status_; }
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-  cudaError_t status_;
-};
-
 /// Makes `device` current for the scope, then device 0 again (the tests' main-thread default).
 class OnDevice {
  public:
