@@ -202,62 +202,41 @@ const char* offsets_name(Offsets o) {
   return "unknown";
 }
 
-/// One-input, one-type activation; in place or not.
-template <class T, class Op>
+/// One-input activation from TIn to TOut (computed in float for mixed types, rounded once); in
+/// place or not (in place only when the types are the same). Converting cases are named
+/// <op>/<in>_to_<out>/... and compared with a copy moving the same bytes.
+template <class TIn, class TOut = TIn, class Op>
 void register_one_input(const Options& o, const std::string& op_name, Op op, std::size_t n, bool in_place,
                         Offsets offsets, int calls) {
-  if (in_place && offsets == Offsets::relative) return;
-  const std::string name = op_name + "/" + dtype_name<T>() + "/interleaved/" + placement_name(in_place) + "/" +
+  constexpr bool kSameType = std::is_same_v<TIn, TOut>;
+  if (in_place && (offsets == Offsets::relative || !kSameType)) return;
+  const std::string dtype =
+      kSameType ? std::string(dtype_name<TIn>()) : std::string(dtype_name<TIn>()) + "_to_" + dtype_name<TOut>();
+  const std::string name = op_name + "/" + dtype + "/interleaved/" + placement_name(in_place) + "/" +
                            offsets_name(offsets) + "/n:" + std::to_string(n) +
                            (calls > 1 ? "/calls:" + std::to_string(calls) : "");
-  const std::size_t buffer = (n + 1) * sizeof(T);
-  if (!fits_memory_budget(o, 2 * buffer, name)) return;
-  const int reps = o.interleaved_reps;
-  const std::vector<Contender> contenders = contenders_for(o);
-  auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
-    void* input = nullptr;
-    void* output = nullptr;
-    cudaError_t status = prepared_slot<T>(kInSlot, buffer, 0x5eed1001, &input);
-    if (status == cudaSuccess) status = prepared_slot<T>(kOutSlot, buffer, 0x5eed1002, &output);
-    if (status != cudaSuccess) return fail(state, "preparing buffers", status);
-    const std::size_t in_offset = offsets == Offsets::aligned ? 0 : 1;
-    const std::size_t out_offset = offsets == Offsets::both_plus_one ? 1 : 0;
-    const T* in = static_cast<const T*>(input) + in_offset;
-    T* out = in_place ? static_cast<T*>(input) + in_offset : static_cast<T*>(output) + out_offset;
-    InterleavedCase c;
-    c.job_bytes = 2 * n * sizeof(T);
-    c.calls_per_sample = calls;
-    c.contenders = contenders;
-    c.launch = one_input_launcher(op, in, out, n, input, output, n * sizeof(T));
-    c.modified_slot = in_place ? kInSlot : -1;
-    run_interleaved(state, c, reps);
-  });
-  b->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(1);
-}
-
-/// HardSigmoid from TIn to TOut in one pass (computed in float, rounded once to TOut): narrowing
-/// float -> bfloat16, widening bfloat16 -> float. n is the reference shape's element count for both.
-template <class TIn, class TOut>
-void register_converting(const Options& o, std::size_t n) {
-  const std::string name = std::string("hardsigmoid/") + dtype_name<TIn>() + "_to_" + dtype_name<TOut>() +
-                           "/interleaved/out_of_place/aligned/n:" + std::to_string(n);
   const std::size_t job = n * (sizeof(TIn) + sizeof(TOut));
-  const std::size_t in_bytes = std::max(n * sizeof(TIn), job / 2);
-  const std::size_t out_bytes = std::max(n * sizeof(TOut), job / 2);
+  const std::size_t in_bytes = std::max((n + 1) * sizeof(TIn), job / 2);
+  const std::size_t out_bytes = std::max((n + 1) * sizeof(TOut), job / 2);
   if (!fits_memory_budget(o, in_bytes + out_bytes, name)) return;
   const int reps = o.interleaved_reps;
   const std::vector<Contender> contenders = contenders_for(o);
   auto* b = benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& state) {
     void* input = nullptr;
     void* output = nullptr;
-    cudaError_t status = prepared_slot<TIn>(kInSlot, in_bytes, 0x5eed2001, &input);
-    if (status == cudaSuccess) status = prepared_slot<TOut>(kOutSlot, out_bytes, 0x5eed2002, &output);
+    cudaError_t status = prepared_slot<TIn>(kInSlot, in_bytes, 0x5eed1001, &input);
+    if (status == cudaSuccess) status = prepared_slot<TOut>(kOutSlot, out_bytes, 0x5eed1002, &output);
     if (status != cudaSuccess) return fail(state, "preparing buffers", status);
+    const std::size_t in_offset = offsets == Offsets::aligned ? 0 : 1;
+    const std::size_t out_offset = offsets == Offsets::both_plus_one ? 1 : 0;
+    const TIn* in = static_cast<const TIn*>(input) + in_offset;
+    TOut* out = in_place ? static_cast<TOut*>(input) + in_offset : static_cast<TOut*>(output) + out_offset;
     InterleavedCase c;
     c.job_bytes = job;
+    c.calls_per_sample = calls;
     c.contenders = contenders;
-    c.launch = one_input_launcher(hardact::HardSigmoid{}, static_cast<const TIn*>(input), static_cast<TOut*>(output),
-                                  n, input, output, job / 2);
+    c.launch = one_input_launcher(op, in, out, n, input, output, job / 2);
+    c.modified_slot = in_place ? kInSlot : -1;
     run_interleaved(state, c, reps);
   });
   b->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(1)->Repetitions(1);
@@ -342,8 +321,11 @@ void register_interleaved_benchmarks(const Options& o) {
   register_placements<double>(o, "hardsigmoid", hardact::HardSigmoid{}, reference_elements<double>(), 1);
   register_backward<float>(o, kReferenceElements);
   register_backward<__nv_bfloat16>(o, reference_elements<__nv_bfloat16>());
-  register_converting<float, __nv_bfloat16>(o, kReferenceElements);
-  register_converting<__nv_bfloat16, float>(o, kReferenceElements);
+  // float -> bfloat16 (narrowing) and bfloat16 -> float (widening), at the reference element count
+  register_one_input<float, __nv_bfloat16>(o, "hardsigmoid", hardact::HardSigmoid{}, kReferenceElements, false,
+                                           Offsets::aligned, 1);
+  register_one_input<__nv_bfloat16, float>(o, "hardsigmoid", hardact::HardSigmoid{}, kReferenceElements, false,
+                                           Offsets::aligned, 1);
   for (int log2 = 10; log2 <= 20; log2 += 2) {
     register_one_input<float>(o, "hardsigmoid", hardact::HardSigmoid{}, std::size_t(1) << log2, false,
                               Offsets::aligned, kLaunchLoopCalls);
