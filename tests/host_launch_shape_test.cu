@@ -74,6 +74,42 @@ TEST(LaunchShape, UnitIsOneSixteenByteStoreOfTheOutput) {
   EXPECT_EQ((kUnitElements<double, __nv_fp8_e4m3>), 4);  // so 1-byte inputs give 32-byte stores
 }
 
+TEST(LaunchShape, BlocksOfUnitsLoadingThirtyTwoBytesAreLarger) {
+  using hardact::detail::kStagedBlockThreads;
+  using bf16 = __nv_bfloat16;
+  EXPECT_EQ((kStagedBlockThreads<float, float>), 128);         // 16 bytes loaded per unit
+  EXPECT_EQ((kStagedBlockThreads<double, double>), 128);
+  EXPECT_EQ((kStagedBlockThreads<float, bf16>), 128);          // widening: 8 bytes
+  EXPECT_EQ((kStagedBlockThreads<float, float, float>), 384);  // two inputs: 32 bytes
+  EXPECT_EQ((kStagedBlockThreads<bf16, bf16, bf16>), 384);
+  EXPECT_EQ((kStagedBlockThreads<bf16, float>), 384);          // narrowing: 32 bytes
+  // 5 resident blocks of 384 threads x 12 KiB hold Little's law's bytes on both cards at one unit.
+  EXPECT_EQ((staged_shape<bf16, float>(kH200).units_per_thread), 1);
+  EXPECT_EQ((staged_shape<bf16, float>(kH200).tiles_per_block), 1);
+}
+
+TEST(LaunchShape, StagedRangeStartsOnAKibibyteBoundaryOfTheOutput) {
+  using hardact::detail::kStagedBoundaryBytes;
+  using hardact::detail::staged_range;
+  using Tile = hardact::detail::StagedTileOf<1, float, float>;
+  // Addresses only: the range is arithmetic on them. The output is 4 bytes past a boundary, the
+  // input 8 bytes past a granule (misaligned relative to the output).
+  const std::uintptr_t out_base = std::uintptr_t(1) << 30, in_base = (std::uintptr_t(3) << 30) + 64;
+  float* out = reinterpret_cast<float*>(out_base + 4);
+  const float* in = reinterpret_cast<const float*>(in_base + 8);
+  const std::size_t n = (std::size_t(1) << 20) + 5;
+  const auto range = staged_range<Tile>(n, static_cast<const float*>(out), in);
+  EXPECT_EQ(range.staged_begin, (kStagedBoundaryBytes - 4) / sizeof(float));
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(out + range.staged_begin) % kStagedBoundaryBytes, 0u);
+  EXPECT_EQ((range.staged_end - range.staged_begin) % Tile::kUnit, 0u);
+  EXPECT_LE(reinterpret_cast<std::uintptr_t>(in + range.staged_end), (reinterpret_cast<std::uintptr_t>(in + n) & ~std::uintptr_t(15)));
+  EXPECT_EQ(range.num_tiles, (range.staged_end - range.staged_begin + Tile::kElements - 1) / Tile::kElements);
+  // Shorter than the distance to the boundary: nothing is staged, the ends do it all.
+  const auto short_range = staged_range<Tile>(200, static_cast<const float*>(out), in);
+  EXPECT_EQ(short_range.num_tiles, 0u);
+  EXPECT_EQ(short_range.staged_begin, short_range.staged_end);
+}
+
 TEST(LaunchShape, PersistentRingWhenOneTileBlocksCannotHoldEnough) {
   // A card with the H200's bandwidth on a quarter of the multiprocessors and an eighth of the
   // threads: 2 resident one-tile blocks cannot cover Little's law, so blocks keep several tiles

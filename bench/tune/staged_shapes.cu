@@ -108,7 +108,7 @@ void sweep_shapes(const std::string& name, const Op& op, std::size_t n, const De
   const StagedShape shapes[] = {{Units, 1, 0, 1}, {Units, 2, 0, 2}, {Units, 0, 4, 3}};
   for (const StagedShape& shape : shapes) {
     if (Tile::shared_memory_bytes(shape.stages) > kDefaultSharedMemoryPerBlock) continue;
-    if (Threads != kStagedBlockThreads && shape.tiles_per_block != 1) continue;
+    if (Threads != kStagedBlockThreads<TOut, TIn...> && shape.tiles_per_block != 1) continue;
     char label[256];
     std::snprintf(label, sizeof label, "%s threads %d units %d tiles/block %s stages %d (tile %zu B loaded)",
                   name.c_str(), Threads, Units,
@@ -145,6 +145,7 @@ void tune_case(const std::string& name, const Op& op, std::size_t n, const Devic
   if constexpr (sizeof...(TIn) == 1) {
     measure(name + " cub", [&] { return cub::DeviceTransform::Transform(in..., out, n, op, g_stream); }, copy, reps);
   }
+  sweep_shapes<384, 1>(name, op, n, device, copy, reps, out, in...);
   sweep_shapes<256, 1>(name, op, n, device, copy, reps, out, in...);
   sweep_shapes<256, 2>(name, op, n, device, copy, reps, out, in...);
   sweep_shapes<256, 4>(name, op, n, device, copy, reps, out, in...);

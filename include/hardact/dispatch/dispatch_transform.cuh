@@ -199,9 +199,17 @@ std::size_t elements_after_granule(const T* pointer, std::size_t n) {
   return (address_of(pointer + n) % kBulkCopyGranule) / sizeof(T);
 }
 
-/// Cuts [0, n) for the staged kernel: the staged range begins where the output is on a 128-byte
-/// line (whole sectors for every warp's stores) and every input's granules are inside its array,
-/// and ends on a whole unit before any input's last partial granule.
+/// Where the staged range begins in the output: on a 1 KiB boundary, so that every tile's copies
+/// and stores start on one too. Starting on a 128-byte line only (whole sectors for every warp's
+/// stores), the tiles of an offset call such as x + 1 -> y + 1 began 128 bytes past a 256-byte
+/// boundary, and ran 0.3-0.7% slower than from 256 bytes or more on both cards (docs/TUNING.md
+/// row 26); 1 KiB was never behind 256 and 512. The head it adds (< 1 KiB) is done by block 0
+/// while its tile is in flight.
+inline constexpr std::size_t kStagedBoundaryBytes = 1024;
+
+/// Cuts [0, n) for the staged kernel: the staged range begins where the output is on a
+/// kStagedBoundaryBytes boundary and every input's granules are inside its array, and ends on a
+/// whole unit before any input's last partial granule.
 template <class Tile, class TOut, class... TIn>
 StagedRange staged_range(std::size_t n, const TOut* out, const TIn*... in) {
   StagedRange range{n, n, n, 0};
@@ -209,8 +217,8 @@ StagedRange staged_range(std::size_t n, const TOut* out, const TIn*... in) {
   ((begin = std::max(begin, elements_before_granule(in))), ...);
   ((end = std::min(end, n - std::min(n, elements_after_granule(in, n)))), ...);
   if (begin >= end) return range;
-  constexpr std::size_t kLine = 128;
-  begin += ((kLine - address_of(out + begin) % kLine) % kLine) / sizeof(TOut);
+  constexpr std::size_t kBoundary = kStagedBoundaryBytes;
+  begin += ((kBoundary - address_of(out + begin) % kBoundary) % kBoundary) / sizeof(TOut);
   if (begin >= end) return range;
   const std::size_t units = (end - begin) / Tile::kUnit;
   if (units == 0) return range;
@@ -224,10 +232,11 @@ StagedRange staged_range(std::size_t n, const TOut* out, const TIn*... in) {
 /// one-tile form) when the shape asks for one tile and one stage per block and the grid can hold
 /// every tile; otherwise the ring form, as a grid of blocks of `tiles_per_block` tiles each, or a
 /// persistent grid of as many blocks as the shape keeps resident.
-template <int UnitsPerThread, bool StreamingStores, int BlockThreads = kStagedBlockThreads, class Op, class TOut,
-          class... TIn>
+template <int UnitsPerThread, bool StreamingStores, int RequestedBlockThreads = 0, class Op, class TOut, class... TIn>
 cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape, const DeviceProperties& device,
                           cudaStream_t stream, TOut* out, const TIn*... in) {
+  // 0 asks for the rule's block size (launch_shape.cuh); the tuning harness passes others.
+  constexpr int BlockThreads = RequestedBlockThreads > 0 ? RequestedBlockThreads : kStagedBlockThreads<TOut, TIn...>;
   using Tile = StagedTile<BlockThreads, UnitsPerThread, TOut, TIn...>;
   const StagedRange range = staged_range<Tile>(n, static_cast<const TOut*>(out), in...);
   const std::size_t max_blocks = static_cast<std::size_t>(device.max_grid_dim_x);

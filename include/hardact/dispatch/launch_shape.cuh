@@ -49,10 +49,15 @@ class ScopedTransformPath {
 
 // ---- The staged kernel's shape ----
 
-/// 128 threads per block: the 2 KiB one-input tiles the H100 runs best with need them, and 16
-/// resident blocks per multiprocessor refill a finished block's slot at a fine grain
-/// (docs/TUNING.md, row 19).
-inline constexpr int kStagedBlockThreads = 128;
+/// Threads per staged block. 128 where a unit loads 16 bytes or less (one-input same-type and
+/// widening calls): the 2 KiB one-input tiles the H100 runs best with need them, and 16 resident
+/// blocks per multiprocessor refill a finished block's slot at a fine grain (docs/TUNING.md, row
+/// 19); the H200, whose one-input rows need two units per thread, lost 2-4% with larger blocks.
+/// 384 where a unit loads 32 bytes (two inputs, or a float input narrowed to 16 bits): as many
+/// bytes in flight (5 resident blocks of 12 KiB instead of 16 of 4 KiB), in a third of the blocks,
+/// ran those rows 0.1-0.5% faster on both cards (row 26).
+template <class TOut, class... TIn>
+inline constexpr int kStagedBlockThreads = kUnitElements<TOut, TIn...> * (sizeof(TIn) + ...) >= 32 ? 384 : 128;
 /// The unit counts per thread the dispatch layer can pick from (each is a kernel instantiation).
 inline constexpr int kStagedMaxUnitsPerThread = 2;
 /// The latency Little's law multiplies the bandwidth by: bytes in flight = bandwidth x latency.
@@ -79,7 +84,7 @@ inline constexpr std::size_t kReservedSharedMemoryPerBlock = 1024;
 inline constexpr double kStagedMinimumL2Multiple = 4.0;
 
 template <int Units, class TOut, class... TIn>
-using StagedTileOf = StagedTile<kStagedBlockThreads, Units, TOut, TIn...>;
+using StagedTileOf = StagedTile<kStagedBlockThreads<TOut, TIn...>, Units, TOut, TIn...>;
 
 /// How the staged kernel is launched.
 struct StagedShape {
@@ -152,8 +157,8 @@ int resident_one_tile_kernel_blocks(const DeviceProperties& device, int estimate
   int blocks = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
           &blocks,
-          staged_transform_kernel<kStagedBlockThreads, Units, StagedLoop::one_tile, StreamingStores, Op, TOut, TIn...>,
-          kStagedBlockThreads, Tile::shared_memory_bytes(1)) != cudaSuccess) {
+          staged_transform_kernel<Tile::kBlockThreads, Units, StagedLoop::one_tile, StreamingStores, Op, TOut, TIn...>,
+          Tile::kBlockThreads, Tile::shared_memory_bytes(1)) != cudaSuccess) {
     return estimate;
   }
   if (cacheable) cached[device.ordinal].store(blocks + 1, std::memory_order_relaxed);

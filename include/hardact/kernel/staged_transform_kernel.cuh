@@ -4,7 +4,7 @@
 ///        16-byte stores.
 ///
 /// The dispatch layer cuts [0, n) into a scalar head, a staged range and a scalar tail. The staged
-/// range starts where the output sits on a 128-byte line and every input's 16-byte granules lie
+/// range starts where the output sits on a 1 KiB boundary and every input's 16-byte granules lie
 /// wholly inside its array, so no copy touches a byte outside the caller's ranges. It is cut into
 /// tiles of BlockThreads * UnitsPerThread units of kUnitElements elements. The shape rule
 /// (dispatch/launch_shape.cuh) normally launches one block per tile, so that the hardware keeps as
@@ -53,6 +53,7 @@ inline constexpr int kMaxStages = static_cast<int>(kStageBarrierBytes / sizeof(s
 /// Tile geometry of one kernel instantiation.
 template <int BlockThreads, int UnitsPerThread, class TOut, class... TIn>
 struct StagedTile {
+  static constexpr int kBlockThreads = BlockThreads;
   static constexpr std::size_t kThreads = static_cast<std::size_t>(BlockThreads);
   static constexpr std::size_t kUnit = static_cast<std::size_t>(kUnitElements<TOut, TIn...>);
   static constexpr std::size_t kElements = static_cast<std::size_t>(BlockThreads) * UnitsPerThread * kUnit;
