@@ -51,6 +51,13 @@ TEST(LaunchShape, OneTileBlocksSizedByLittlesLaw) {
   EXPECT_EQ((staged_shape<float, float, float>(kH100).units_per_thread), 1);
 }
 
+TEST(LaunchShape, WideningTilesAreSizedByWhatTheyStore) {
+  // bfloat16 -> float stores 16 bytes per unit and loads 8: 16 blocks x 2 KiB stored hold the
+  // H100's 33 KB at one unit, not the H200's 48 KB.
+  EXPECT_EQ((staged_shape<float, __nv_bfloat16>(kH100).units_per_thread), 1);
+  EXPECT_EQ((staged_shape<float, __nv_bfloat16>(kH200).units_per_thread), 2);
+}
+
 TEST(LaunchShape, FewerResidentBlocksGetLargerTiles) {
   // A policy that needs many registers (double HardSigmoid: 12 resident blocks of 128 threads, not
   // 16): 12 x 2 KiB holds too little even on the H100, so both cards take 4 KiB.

@@ -174,11 +174,14 @@ StagedResidency staged_residency(const DeviceProperties& device) {
 }
 
 /// The staged kernel's shape on `device`: one-tile blocks, as many resident per multiprocessor as
-/// `residency` says, each with its tile's loads in flight, with the smallest tile (units per
-/// thread, a power of two) whose resident blocks hold kStagedInFlightShare of what Little's law
-/// asks for. Measured (TUNING.md rows 19 and 22): a larger tile than needed costs ~1% on the H100,
-/// a smaller one 7-10% on the H200. If even the largest tile holds less than half of it, a
-/// persistent grid whose blocks each keep stages - 1 tiles in flight while computing one.
+/// `residency` says, each with its tile in flight, with the smallest tile (units per thread, a
+/// power of two) whose resident blocks hold kStagedInFlightShare of what Little's law asks for.
+/// A tile counts the larger of the bytes it loads and stores: a widening call (bfloat16 -> float)
+/// stores twice what it loads, and sized by its loads alone it took tiles twice too large on the
+/// H100 (0.987 of the copy against 0.991, TUNING.md row 26). Measured (rows 19 and 22): a larger
+/// tile than needed costs ~1% on the H100, a smaller one 7-10% on the H200. If even the largest
+/// tile holds less than half of it, a persistent grid whose blocks each keep stages - 1 tiles in
+/// flight while computing one.
 template <class TOut, class... TIn>
 StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& residency) {
   using Base = StagedTileOf<1, TOut, TIn...>;
@@ -191,7 +194,7 @@ StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& 
   StagedShape shape;
 
   const auto held = [&](int units) {
-    return static_cast<double>(residency.of(units)) * static_cast<double>(units) * static_cast<double>(Base::kLoadedBytes);
+    return static_cast<double>(residency.of(units)) * static_cast<double>(units) * static_cast<double>(Base::kStreamBytes);
   };
   if (residency.of(1) == 0) return shape;
   int units = 1;
@@ -216,7 +219,7 @@ StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& 
     return shape;
   }
   const double per_stage = static_cast<double>(shape.blocks_per_multiprocessor) *
-                           static_cast<double>(static_cast<std::size_t>(units) * Base::kLoadedBytes);
+                           static_cast<double>(static_cast<std::size_t>(units) * Base::kStreamBytes);
   const int wanted = 1 + static_cast<int>(std::ceil(in_flight / per_stage));
   const int stages = wanted < 2 ? 2 : wanted;
   shape.stages = stages <= fitting ? stages : (fitting >= 2 ? fitting : 0);

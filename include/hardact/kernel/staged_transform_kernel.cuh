@@ -65,6 +65,9 @@ struct StagedTile {
       kStagingBufferAlignment;
   static constexpr std::size_t kStageBytes = (kBufferBytes<TIn> + ...);
   static constexpr std::size_t kLoadedBytes = ((kElements * sizeof(TIn)) + ...);
+  static constexpr std::size_t kStoredBytes = kElements * sizeof(TOut);
+  /// The larger stream of the tile, which Little's law sizes (launch_shape.cuh).
+  static constexpr std::size_t kStreamBytes = kLoadedBytes > kStoredBytes ? kLoadedBytes : kStoredBytes;
   static constexpr std::size_t shared_memory_bytes(int stages) {
     return kStageBarrierBytes + static_cast<std::size_t>(stages) * kStageBytes;
   }
