@@ -23,14 +23,7 @@ using family::on_elements;
 
 template <class T>
 std::vector<T> inputs_for() {
-  if constexpr (sizeof(T) == 2) {
-    return family::all_patterns<T>();
-  } else {
-    std::vector<T> values = special_values<T>({-0.5, 0.5, -1.25, 2.0});
-    const std::vector<T> random = random_values<T>(1 << 18, 0xc4a1);
-    values.insert(values.end(), random.begin(), random.end());
-    return values;
-  }
+  return family::host_inputs<T>({-0.5, 0.5, -1.25, 2.0}, 1 << 18, 0xc4a1);
 }
 
 template <class T, class Op, class Reference>

@@ -25,14 +25,7 @@ using family::on_elements;
 /// Every 16-bit pattern for half and bfloat16; special and 2^20 random values for float and double.
 template <class T>
 std::vector<T> inputs_for() {
-  if constexpr (sizeof(T) == 2) {
-    return family::all_patterns<T>();
-  } else {
-    std::vector<T> values = special_values<T>({-3.5, 2.5, 5.0, -2.5, 1.0 / 6.0});
-    const std::vector<T> random = random_values<T>(1 << 20, 0xfa417);
-    values.insert(values.end(), random.begin(), random.end());
-    return values;
-  }
+  return family::host_inputs<T>({-3.5, 2.5, 5.0, -2.5, 1.0 / 6.0}, 1 << 20, 0xfa417);
 }
 
 template <class T, class Op, class Reference>

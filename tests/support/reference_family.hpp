@@ -12,6 +12,7 @@
 #pragma once
 
 #include "support/bits.hpp"
+#include "support/values.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -23,6 +24,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -379,6 +381,20 @@ std::vector<T> all_patterns() {
   values.reserve(count);
   for (std::uint32_t bits = 0; bits < count; ++bits) values.push_back(from_bits<T>(static_cast<bits_t<T>>(bits)));
   return values;
+}
+
+/// The family's host-test inputs: every bit pattern of a 16-bit type; for wider types the special
+/// values (with `extra_points`) followed by `random_count` random values drawn from `seed`.
+template <class T>
+std::vector<T> host_inputs(std::initializer_list<double> extra_points, std::size_t random_count, std::uint64_t seed) {
+  if constexpr (sizeof(T) == 2) {
+    return all_patterns<T>();
+  } else {
+    std::vector<T> values = special_values<T>(extra_points);
+    const std::vector<T> random = random_values<T>(random_count, seed);
+    values.insert(values.end(), random.begin(), random.end());
+    return values;
+  }
 }
 
 }  // namespace family
