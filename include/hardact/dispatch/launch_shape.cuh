@@ -52,10 +52,10 @@ class ScopedTransformPath {
 /// Threads per staged block. 128 where a unit loads 16 bytes or less (one-input same-type and
 /// widening calls): the 2 KiB one-input tiles the H100 runs best with need them, and 16 resident
 /// blocks per multiprocessor refill a finished block's slot at a fine grain (docs/TUNING.md, row
-/// 19); the H200, whose one-input rows need two units per thread, lost 2-4% with larger blocks.
+/// 19); the H200, whose one-input rows need two units per thread, lost 2-6% with larger blocks.
 /// 384 where a unit loads 32 bytes (two inputs, or a float input narrowed to 16 bits): as many
 /// bytes in flight (5 resident blocks of 12 KiB instead of 16 of 4 KiB), in a third of the blocks,
-/// ran those rows 0.1-0.5% faster on both cards (row 26).
+/// ran those rows 0.1-0.5% faster on both cards (row 27).
 template <class TOut, class... TIn>
 inline constexpr int kStagedBlockThreads = kUnitElements<TOut, TIn...> * (sizeof(TIn) + ...) >= 32 ? 384 : 128;
 /// The unit counts per thread the dispatch layer can pick from (each is a kernel instantiation).
@@ -178,7 +178,7 @@ StagedResidency staged_residency(const DeviceProperties& device) {
 /// power of two) whose resident blocks hold kStagedInFlightShare of what Little's law asks for.
 /// A tile counts the larger of the bytes it loads and stores: a widening call (bfloat16 -> float)
 /// stores twice what it loads, and sized by its loads alone it took tiles twice too large on the
-/// H100 (0.987 of the copy against 0.991, TUNING.md row 26). Measured (rows 19 and 22): a larger
+/// H100 (0.987 of the copy against 0.991, TUNING.md row 28). Measured (rows 19 and 22): a larger
 /// tile than needed costs ~1% on the H100, a smaller one 7-10% on the H200. If even the largest
 /// tile holds less than half of it, a persistent grid whose blocks each keep stages - 1 tiles in
 /// flight while computing one.
