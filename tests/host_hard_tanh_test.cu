@@ -151,9 +151,7 @@ TYPED_TEST_SUITE(HostHardTanhHalfWidth, HalfWidthTypes, TypeNames);
 
 TYPED_TEST(HostHardTanhHalfWidth, EveryBitPatternMatchesReference) {
   using T = TypeParam;
-  std::vector<T> inputs;
-  inputs.reserve(1 << 16);
-  for (std::uint32_t bits = 0; bits < (1u << 16); ++bits) inputs.push_back(from_bits<T>(static_cast<std::uint16_t>(bits)));
+  const std::vector<T> inputs = all_patterns<T>();
   for (const Bounds& bounds : kBoundSets) {
     EXPECT_TRUE(host_op_matches_reference(hardact::HardTanh{bounds.min_val, bounds.max_val},
                                           reference::HardTanh{bounds.min_val, bounds.max_val}, inputs, NanBits::Exact))

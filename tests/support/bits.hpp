@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace hardact_test {
 
@@ -30,6 +31,17 @@ T from_bits(bits_t<T> bits) {
   T value;
   std::memcpy(static_cast<void*>(&value), &bits, sizeof(T));  // void*: __half has private members
   return value;
+}
+
+/// All 65,536 bit patterns of a 16-bit type, or all 256 of an 8-bit type.
+template <class T>
+std::vector<T> all_patterns() {
+  static_assert(sizeof(T) <= 2, "only 8- and 16-bit types can be enumerated");
+  std::vector<T> values;
+  const std::uint32_t count = 1u << (8 * sizeof(T));
+  values.reserve(count);
+  for (std::uint32_t bits = 0; bits < count; ++bits) values.push_back(from_bits<T>(static_cast<bits_t<T>>(bits)));
+  return values;
 }
 
 /// Exact value of an element as a double (every supported type widens exactly).

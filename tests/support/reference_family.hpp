@@ -372,16 +372,7 @@ template <class T, class Op, class Reference>
   return all_match(inputs, outputs, expected);
 }
 
-/// All 65,536 bit patterns of a 16-bit type, or all 256 of an 8-bit type.
-template <class T>
-std::vector<T> all_patterns() {
-  static_assert(sizeof(T) <= 2, "only 8- and 16-bit types can be enumerated");
-  std::vector<T> values;
-  const std::uint32_t count = 1u << (8 * sizeof(T));
-  values.reserve(count);
-  for (std::uint32_t bits = 0; bits < count; ++bits) values.push_back(from_bits<T>(static_cast<bits_t<T>>(bits)));
-  return values;
-}
+using hardact_test::all_patterns;  // support/bits.hpp
 
 /// The family's host-test inputs: every bit pattern of a 16-bit type; for wider types the special
 /// values (with `extra_points`) followed by `random_count` random values drawn from `seed`.
