@@ -79,8 +79,8 @@ inline constexpr std::size_t kReservedSharedMemoryPerBlock = 1024;
 /// Arrays moving fewer bytes than this many times the L2 cache stay on the direct path, where part
 /// of the traffic still hits L2 and one short launch costs less. Measured (interleaved sweeps,
 /// docs/TUNING.md): the staged path is ahead from 2^26 floats on the H100 (50 MB L2) and from 2^24
-/// on the H200 (60 MB); 4 x L2 switches between 2^24 and 2^25 on both, within 1% of the better
-/// path at every size.
+/// or 2^25 on the H200 (60 MB; the sweeps differ); 4 x L2 switches between 2^24 and 2^25 on both,
+/// within 1% of the better path at every size.
 inline constexpr double kStagedMinimumL2Multiple = 4.0;
 
 template <int Units, class TOut, class... TIn>
