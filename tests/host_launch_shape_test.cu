@@ -95,6 +95,24 @@ TEST(LaunchShape, BlocksOfUnitsLoadingThirtyTwoBytesAreLarger) {
   EXPECT_EQ((staged_shape<bf16, float>(kH200).tiles_per_block), 1);
 }
 
+TEST(LaunchShape, EvictLastCopiesOnlyForOneInputOfAtMostFourByteElements) {
+  using hardact::detail::kStagedCaching;
+  using hardact::detail::StagedCaching;
+  using bf16 = __nv_bfloat16;
+  constexpr StagedCaching kHinted = StagedCaching::evict_last_in_flight;
+  EXPECT_EQ((kStagedCaching<float, float>), kHinted);
+  EXPECT_EQ((kStagedCaching<bf16, bf16>), kHinted);
+  EXPECT_EQ((kStagedCaching<__half, __half>), kHinted);
+  EXPECT_EQ((kStagedCaching<float, bf16>), kHinted);                      // widening: 8 bytes per unit
+  EXPECT_EQ((kStagedCaching<double, double>), StagedCaching::plain);      // 8-byte elements
+  EXPECT_EQ((kStagedCaching<double, float>), StagedCaching::plain);
+  EXPECT_EQ((kStagedCaching<bf16, float>), StagedCaching::plain);         // narrowing: 32 bytes per unit
+  EXPECT_EQ((kStagedCaching<float, float, float>), StagedCaching::plain);  // two inputs
+  EXPECT_EQ((kStagedCaching<bf16, bf16, bf16>), StagedCaching::plain);
+  EXPECT_FALSE(hardact::detail::caching_has(StagedCaching::plain, kHinted));
+  EXPECT_TRUE(hardact::detail::caching_has(StagedCaching::streaming_stores | kHinted, kHinted));
+}
+
 TEST(LaunchShape, StagedRangeStartsOnAKibibyteBoundaryOfTheOutput) {
   using hardact::detail::kStagedBoundaryBytes;
   using hardact::detail::staged_range;

@@ -232,7 +232,7 @@ StagedRange staged_range(std::size_t n, const TOut* out, const TIn*... in) {
 /// one-tile form) when the shape asks for one tile and one stage per block and the grid can hold
 /// every tile; otherwise the ring form, as a grid of blocks of `tiles_per_block` tiles each, or a
 /// persistent grid of as many blocks as the shape keeps resident.
-template <int UnitsPerThread, bool StreamingStores, int RequestedBlockThreads = 0, class Op, class TOut, class... TIn>
+template <int UnitsPerThread, StagedCaching Caching, int RequestedBlockThreads = 0, class Op, class TOut, class... TIn>
 cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape, const DeviceProperties& device,
                           cudaStream_t stream, TOut* out, const TIn*... in) {
   // 0 asks for the rule's block size (launch_shape.cuh); the tuning harness passes others.
@@ -247,7 +247,7 @@ cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape,
   if (shape.tiles_per_block == 1 && shape.stages == 1 && range.num_tiles <= max_blocks) {
     config.gridDim = dim3(static_cast<unsigned int>(std::max<std::size_t>(range.num_tiles, 1)));  // block 0 does the ends
     return cudaLaunchKernelEx(
-        &config, staged_transform_kernel<BlockThreads, UnitsPerThread, StagedLoop::one_tile, StreamingStores, Op, TOut, TIn...>,
+        &config, staged_transform_kernel<BlockThreads, UnitsPerThread, StagedLoop::one_tile, Caching, Op, TOut, TIn...>,
         op, range, shape.stages, out, in...);
   }
   std::size_t blocks = 0;
@@ -262,12 +262,9 @@ cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape,
   if (blocks == 0) blocks = 1;            // block 0 still does the scalar ends
   config.gridDim = dim3(static_cast<unsigned int>(blocks));
   return cudaLaunchKernelEx(
-      &config, staged_transform_kernel<BlockThreads, UnitsPerThread, StagedLoop::ring, StreamingStores, Op, TOut, TIn...>,
+      &config, staged_transform_kernel<BlockThreads, UnitsPerThread, StagedLoop::ring, Caching, Op, TOut, TIn...>,
       op, range, shape.stages, out, in...);
 }
-
-/// Evict-first (.cs) stores measured no faster than plain ones on the staged path (TUNING.md row 15).
-inline constexpr bool kStagedStreamingStores = false;
 
 /// The whole launch contract: validate, then launch once on `stream`. Returns
 /// cudaErrorInvalidValue, without touching the device, for an invalid policy, a null or
@@ -296,13 +293,13 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
     const std::size_t bytes = n <= SIZE_MAX / kBytesPerElement ? n * kBytesPerElement : SIZE_MAX;
     if (staged_path_wanted(device, bytes)) {
       const StagedShape shape =
-          staged_shape<TOut, TIn...>(device, staged_residency<kStagedStreamingStores, Op, TOut, TIn...>(device));
+          staged_shape<TOut, TIn...>(device, staged_residency<kStagedCaching<TOut, TIn...>, Op, TOut, TIn...>(device));
       if (choose_path(device, bytes, shape) == TransformPath::staged) {
         static_assert(kStagedMaxUnitsPerThread == 2, "hardact: dispatch one instantiation per unit count");
         if (shape.units_per_thread == 2) {
-          return launch_staged<2, kStagedStreamingStores>(op, n, shape, device, stream, out, in...);
+          return launch_staged<2, kStagedCaching<TOut, TIn...>>(op, n, shape, device, stream, out, in...);
         }
-        return launch_staged<1, kStagedStreamingStores>(op, n, shape, device, stream, out, in...);
+        return launch_staged<1, kStagedCaching<TOut, TIn...>>(op, n, shape, device, stream, out, in...);
       }
     }
   }

@@ -16,6 +16,8 @@ namespace detail {
 
 /// The bulk-copy engine moves 16-byte-aligned blocks of a multiple of 16 bytes.
 inline constexpr std::size_t kBulkCopyGranule = 16;
+/// L2 cache lines are 128 bytes.
+inline constexpr std::uintptr_t kL2LineBytes = 128;
 
 __host__ __device__ constexpr std::uintptr_t align_down_to_granule(std::uintptr_t address) {
   return address & ~static_cast<std::uintptr_t>(kBulkCopyGranule - 1);
@@ -59,6 +61,43 @@ __device__ __forceinline__ void bulk_copy_to_shared(void* destination, const Gra
                                                     std::uint64_t* barrier) {
   cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, destination,
                            reinterpret_cast<const void*>(window.begin), window.bytes, barrier);
+}
+
+/// An L2 cache-policy operand that marks every line it touches evict-last.
+__device__ __forceinline__ std::uint64_t evict_last_policy() {
+  std::uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+/// The same bulk copy, its lines marked in L2 by `l2_policy` (cuda::ptx has no cache-hint form).
+__device__ __forceinline__ void bulk_copy_to_shared(void* destination, const GranuleWindow& window,
+                                                    std::uint64_t* barrier, std::uint64_t l2_policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+          static_cast<std::uint32_t>(__cvta_generic_to_shared(destination))),
+      "l"(window.begin), "r"(window.bytes), "r"(static_cast<std::uint32_t>(__cvta_generic_to_shared(barrier))),
+      "l"(l2_policy)
+      : "memory");
+}
+
+/// Returns the L2 lines of `window` that lie wholly inside [array_begin, array_end) to normal
+/// eviction priority, spread over `Threads` threads. `applypriority` changes only the priority of
+/// a line that is present; libcu++'s apply_access_property(normal) prefetches, which would read a
+/// line back from memory if it had been evicted. Lines that straddle the array's ends are left
+/// alone, so no line outside the caller's array is named (at most two per array stay evict-last).
+template <int Threads>
+__device__ __forceinline__ void restore_normal_priority(const GranuleWindow& window, std::uintptr_t array_begin,
+                                                        std::uintptr_t array_end) {
+  const std::uintptr_t window_first = window.begin & ~(kL2LineBytes - 1);
+  const std::uintptr_t array_first = (array_begin + kL2LineBytes - 1) & ~(kL2LineBytes - 1);
+  const std::uintptr_t window_last = (window.begin + window.bytes + kL2LineBytes - 1) & ~(kL2LineBytes - 1);
+  const std::uintptr_t array_last = array_end & ~(kL2LineBytes - 1);
+  const std::uintptr_t first = window_first > array_first ? window_first : array_first;
+  const std::uintptr_t last = window_last < array_last ? window_last : array_last;
+  for (std::uintptr_t line = first + threadIdx.x * kL2LineBytes; line < last; line += Threads * kL2LineBytes) {
+    asm volatile("applypriority.global.L2::evict_normal [%0], 128;" ::"l"(line) : "memory");
+  }
 }
 
 /// Waits until the phase of `barrier` with parity `phase` has completed (acquire: the copied

@@ -93,9 +93,27 @@ __device__ __forceinline__ AlignedVector<T, Elements> read_staged_unit(const uns
   return vector;
 }
 
-template <bool StreamingStores, class Vector>
+/// How the staged kernel uses the caches (a set of flags).
+enum class StagedCaching : unsigned {
+  plain = 0,
+  /// Evict-first (.cs) stores: measured no faster than plain ones (docs/TUNING.md row 15).
+  streaming_stores = 1u << 0,
+  /// The bulk copies mark their L2 lines evict-last, and once a tile has landed in shared memory
+  /// its lines go back to normal priority, so nothing stays marked after the call (row 32; which
+  /// calls use it: kStagedCaching in dispatch/launch_shape.cuh).
+  evict_last_in_flight = 1u << 1,
+};
+
+__host__ __device__ constexpr StagedCaching operator|(StagedCaching a, StagedCaching b) {
+  return static_cast<StagedCaching>(static_cast<unsigned>(a) | static_cast<unsigned>(b));
+}
+__host__ __device__ constexpr bool caching_has(StagedCaching set, StagedCaching flag) {
+  return (static_cast<unsigned>(set) & static_cast<unsigned>(flag)) != 0;
+}
+
+template <StagedCaching Caching, class Vector>
 __device__ __forceinline__ void store_unit(Vector* address, const Vector& value) {
-  if constexpr (StreamingStores) {
+  if constexpr (caching_has(Caching, StagedCaching::streaming_stores)) {
     cub::ThreadStore<cub::STORE_CS>(address, value);
   } else {
     *address = value;
@@ -111,7 +129,7 @@ __device__ __forceinline__ void buffer_offsets(std::size_t (&offsets)[sizeof...(
 }
 
 /// Elements one thread computes from a staged tile. `count` elements of the tile are valid.
-template <int BlockThreads, int UnitsPerThread, bool StreamingStores, class Op, class TOut, class... TIn,
+template <int BlockThreads, int UnitsPerThread, StagedCaching Caching, class Op, class TOut, class... TIn,
           std::size_t... I>
 __device__ __forceinline__ void transform_staged_tile(const Op& op, const unsigned char* stage,
                                                       const std::size_t (&offsets)[sizeof...(TIn)],
@@ -128,7 +146,7 @@ __device__ __forceinline__ void transform_staged_tile(const Op& op, const unsign
       OutVector result;
 #pragma unroll
       for (int j = 0; j < kUnit; ++j) result.elements[j] = apply_op<TOut>(op, cuda::std::get<I>(loaded).elements[j]...);
-      store_unit<StreamingStores>(reinterpret_cast<OutVector*>(out) + unit, result);
+      store_unit<Caching>(reinterpret_cast<OutVector*>(out) + unit, result);
     }
   }
 }
@@ -136,13 +154,34 @@ __device__ __forceinline__ void transform_staged_tile(const Op& op, const unsign
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /// One thread starts the copies of one tile into one stage and tells the stage's barrier how many
 /// bytes to wait for.
-template <class... TIn, std::size_t... I>
+template <StagedCaching Caching, class... TIn, std::size_t... I>
 __device__ __forceinline__ void issue_tile(unsigned char* stage, const std::size_t (&offsets)[sizeof...(TIn)],
                                            std::uint64_t* barrier, std::size_t first, std::size_t count,
                                            cuda::std::index_sequence<I...>, const TIn*... in) {
   const GranuleWindow windows[] = {granule_window(in + first, count)...};
   expect_stage_bytes(barrier, (windows[I].bytes + ...));
-  (bulk_copy_to_shared(stage + offsets[I], windows[I], barrier), ...);
+  if constexpr (caching_has(Caching, StagedCaching::evict_last_in_flight)) {
+    const std::uint64_t policy = evict_last_policy();
+    (bulk_copy_to_shared(stage + offsets[I], windows[I], barrier, policy), ...);
+  } else {
+    (bulk_copy_to_shared(stage + offsets[I], windows[I], barrier), ...);
+  }
+}
+
+/// Once a tile has landed: the block's threads return its lines to normal L2 priority, if the
+/// copies marked them evict-last. Lines left marked after the call stay in the L2 set-aside for
+/// persisting accesses, where the next kernel cannot use them: a kernel re-reading 24 MB ran 0.7-6%
+/// slower after such a call than after plain copies, and as fast after this one (TUNING.md row 32).
+template <int BlockThreads, StagedCaching Caching, class... TIn>
+__device__ __forceinline__ void release_tile_lines(const StagedRange& range, std::size_t first, std::size_t count,
+                                                   const TIn*... in) {
+  if constexpr (caching_has(Caching, StagedCaching::evict_last_in_flight)) {
+    (restore_normal_priority<BlockThreads>(granule_window(in + first, count), reinterpret_cast<std::uintptr_t>(in),
+                                           reinterpret_cast<std::uintptr_t>(in + range.n)),
+     ...);
+  } else {
+    (void)range, (void)first, (void)count, ((void)in, ...);
+  }
 }
 #endif
 
@@ -172,7 +211,7 @@ enum class StagedLoop {
 /// where the ring form with one stage ran 0.97, and it lost at most 0.5% to that form elsewhere
 /// (TUNING.md row 23). Compiled for an architecture without the bulk-copy engine it still gives
 /// the same results, one element per thread and step (the dispatch layer does not choose it there).
-template <int BlockThreads, int UnitsPerThread, StagedLoop Loop, bool StreamingStores, class Op, class TOut,
+template <int BlockThreads, int UnitsPerThread, StagedLoop Loop, StagedCaching Caching, class Op, class TOut,
           class... TIn>
 __global__ void __launch_bounds__(BlockThreads)
     staged_transform_kernel(Op op, StagedRange range, int stages, TOut* out, const TIn*... in) {
@@ -199,13 +238,14 @@ __global__ void __launch_bounds__(BlockThreads)
     const std::size_t first = range.staged_begin + static_cast<std::size_t>(blockIdx.x) * Tile::kElements;
     if (threadIdx.x == 0 && has_tile) {
       init_stage_barrier(&barriers[0]);
-      issue_tile(stages_base, offsets, &barriers[0], first, tile_count(first), Inputs{}, in...);
+      issue_tile<Caching>(stages_base, offsets, &barriers[0], first, tile_count(first), Inputs{}, in...);
     }
     __syncthreads();  // the barrier is initialised before anyone waits on it
     if (blockIdx.x == 0) transform_scalar_ends<BlockThreads>(op, range, out, in...);  // while the tile is in flight
     if (!has_tile) return;
     wait_stage_barrier(&barriers[0], 0);
-    transform_staged_tile<BlockThreads, UnitsPerThread, StreamingStores, Op, TOut, TIn...>(
+    release_tile_lines<BlockThreads, Caching>(range, first, tile_count(first), in...);
+    transform_staged_tile<BlockThreads, UnitsPerThread, Caching, Op, TOut, TIn...>(
         op, stages_base, offsets, shifts, tile_count(first), out + first, Inputs{});
   } else {
     const std::size_t stride = gridDim.x;
@@ -218,8 +258,8 @@ __global__ void __launch_bounds__(BlockThreads)
       for (int s = 0; s < stages; ++s) init_stage_barrier(&barriers[s]);
       for (std::size_t k = 0; k < stage_count && k < my_tiles; ++k) {
         const std::size_t first = tile_first(k);
-        issue_tile(stages_base + k * Tile::kStageBytes, offsets, &barriers[k], first, tile_count(first), Inputs{},
-                   in...);
+        issue_tile<Caching>(stages_base + k * Tile::kStageBytes, offsets, &barriers[k], first, tile_count(first),
+                            Inputs{}, in...);
       }
     }
     __syncthreads();  // the barriers are initialised before anyone waits on them
@@ -231,13 +271,14 @@ __global__ void __launch_bounds__(BlockThreads)
       const std::size_t first = tile_first(k);
       unsigned char* const stage_data = stages_base + stage * Tile::kStageBytes;
       wait_stage_barrier(&barriers[stage], phase);
-      transform_staged_tile<BlockThreads, UnitsPerThread, StreamingStores, Op, TOut, TIn...>(
+      release_tile_lines<BlockThreads, Caching>(range, first, tile_count(first), in...);
+      transform_staged_tile<BlockThreads, UnitsPerThread, Caching, Op, TOut, TIn...>(
           op, stage_data, offsets, shifts, tile_count(first), out + first, Inputs{});
       __syncthreads();  // every thread is done reading this stage before it is refilled
       if (threadIdx.x == 0 && k + stage_count < my_tiles) {
         order_reads_before_bulk_copy();
         const std::size_t next = tile_first(k + stage_count);
-        issue_tile(stage_data, offsets, &barriers[stage], next, tile_count(next), Inputs{}, in...);
+        issue_tile<Caching>(stage_data, offsets, &barriers[stage], next, tile_count(next), Inputs{}, in...);
       }
       if (++stage == stage_count) {
         stage = 0;
