@@ -95,7 +95,8 @@ TEST(LaunchShape, BlocksOfUnitsLoadingThirtyTwoBytesAreLarger) {
   EXPECT_EQ((staged_shape<bf16, float>(kH200).tiles_per_block), 1);
 }
 
-TEST(LaunchShape, EvictLastCopiesOnlyForOneInputOfAtMostFourByteElements) {
+TEST(LaunchShape, EvictLastCopiesForAtMostSixteenBytesOfEachUnitOfSmallElements) {
+  using hardact::detail::evict_last_input;
   using hardact::detail::kStagedCaching;
   using hardact::detail::StagedCaching;
   using bf16 = __nv_bfloat16;
@@ -104,11 +105,19 @@ TEST(LaunchShape, EvictLastCopiesOnlyForOneInputOfAtMostFourByteElements) {
   EXPECT_EQ((kStagedCaching<bf16, bf16>), kHinted);
   EXPECT_EQ((kStagedCaching<__half, __half>), kHinted);
   EXPECT_EQ((kStagedCaching<float, bf16>), kHinted);                      // widening: 8 bytes per unit
+  EXPECT_EQ((kStagedCaching<float, float, float>), kHinted);              // two inputs: the last one marked
+  EXPECT_EQ((kStagedCaching<bf16, bf16, bf16>), kHinted);
   EXPECT_EQ((kStagedCaching<double, double>), StagedCaching::plain);      // 8-byte elements
   EXPECT_EQ((kStagedCaching<double, float>), StagedCaching::plain);
   EXPECT_EQ((kStagedCaching<bf16, float>), StagedCaching::plain);         // narrowing: 32 bytes per unit
-  EXPECT_EQ((kStagedCaching<float, float, float>), StagedCaching::plain);  // two inputs
-  EXPECT_EQ((kStagedCaching<bf16, bf16, bf16>), StagedCaching::plain);
+  // Which inputs: the last ones whose loads add up to at most 16 bytes per unit.
+  EXPECT_TRUE((evict_last_input<0, float, float>()));
+  EXPECT_FALSE((evict_last_input<0, float, float, float>()));
+  EXPECT_TRUE((evict_last_input<1, float, float, float>()));
+  EXPECT_FALSE((evict_last_input<0, bf16, bf16, bf16>()));
+  EXPECT_TRUE((evict_last_input<1, bf16, bf16, bf16>()));
+  EXPECT_TRUE((evict_last_input<0, float, bf16>()));
+  EXPECT_FALSE((evict_last_input<0, bf16, float>()));
   EXPECT_FALSE(hardact::detail::caching_has(StagedCaching::plain, kHinted));
   EXPECT_TRUE(hardact::detail::caching_has(StagedCaching::streaming_stores | kHinted, kHinted));
 }

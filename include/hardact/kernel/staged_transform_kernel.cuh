@@ -98,9 +98,10 @@ enum class StagedCaching : unsigned {
   plain = 0,
   /// Evict-first (.cs) stores: measured no faster than plain ones (docs/TUNING.md row 15).
   streaming_stores = 1u << 0,
-  /// The bulk copies mark their L2 lines evict-last, and once a tile has landed in shared memory
-  /// its lines go back to normal priority, so nothing stays marked after the call (row 32; which
-  /// calls use it: kStagedCaching in dispatch/launch_shape.cuh).
+  /// The bulk copies of the inputs kEvictLastInput names mark their L2 lines evict-last, and once
+  /// a tile has landed in shared memory those lines go back to normal priority, so nothing stays
+  /// marked after the call (TUNING.md rows 32-33; which calls use it: kStagedCaching in
+  /// dispatch/launch_shape.cuh).
   evict_last_in_flight = 1u << 1,
 };
 
@@ -109,6 +110,21 @@ __host__ __device__ constexpr StagedCaching operator|(StagedCaching a, StagedCac
 }
 __host__ __device__ constexpr bool caching_has(StagedCaching set, StagedCaching flag) {
   return (static_cast<unsigned>(set) & static_cast<unsigned>(flag)) != 0;
+}
+
+/// Whether input `Input` of a call's inputs TIn... has its copies marked evict-last under
+/// StagedCaching::evict_last_in_flight: the last inputs whose loads add up to at most 16 bytes of a
+/// unit. Marking more per unit (both inputs of a two-input call, a float input narrowed to 16
+/// bits: 32 bytes) ran those calls 4-9% slower on the H200; one input of two ran 0.4-0.5% faster
+/// on both cards (TUNING.md row 33).
+template <std::size_t Input, class TOut, class... TIn>
+__host__ __device__ constexpr bool evict_last_input() {
+  constexpr std::size_t sizes[] = {sizeof(TIn)...};
+  std::size_t bytes = 0;
+  for (std::size_t i = Input; i < sizeof...(TIn); ++i) {
+    bytes += static_cast<std::size_t>(kUnitElements<TOut, TIn...>) * sizes[i];
+  }
+  return bytes <= kMaxAccessBytes;
 }
 
 template <StagedCaching Caching, class Vector>
@@ -154,7 +170,7 @@ __device__ __forceinline__ void transform_staged_tile(const Op& op, const unsign
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /// One thread starts the copies of one tile into one stage and tells the stage's barrier how many
 /// bytes to wait for.
-template <StagedCaching Caching, class... TIn, std::size_t... I>
+template <StagedCaching Caching, class TOut, class... TIn, std::size_t... I>
 __device__ __forceinline__ void issue_tile(unsigned char* stage, const std::size_t (&offsets)[sizeof...(TIn)],
                                            std::uint64_t* barrier, std::size_t first, std::size_t count,
                                            cuda::std::index_sequence<I...>, const TIn*... in) {
@@ -162,7 +178,15 @@ __device__ __forceinline__ void issue_tile(unsigned char* stage, const std::size
   expect_stage_bytes(barrier, (windows[I].bytes + ...));
   if constexpr (caching_has(Caching, StagedCaching::evict_last_in_flight)) {
     const std::uint64_t policy = evict_last_policy();
-    (bulk_copy_to_shared(stage + offsets[I], windows[I], barrier, policy), ...);
+    const auto copy = [&](auto input) {
+      constexpr std::size_t kInput = decltype(input)::value;
+      if constexpr (evict_last_input<kInput, TOut, TIn...>()) {
+        bulk_copy_to_shared(stage + offsets[kInput], windows[kInput], barrier, policy);
+      } else {
+        bulk_copy_to_shared(stage + offsets[kInput], windows[kInput], barrier);
+      }
+    };
+    (copy(cuda::std::integral_constant<std::size_t, I>{}), ...);
   } else {
     (bulk_copy_to_shared(stage + offsets[I], windows[I], barrier), ...);
   }
@@ -172,13 +196,18 @@ __device__ __forceinline__ void issue_tile(unsigned char* stage, const std::size
 /// copies marked them evict-last. Lines left marked after the call stay in the L2 set-aside for
 /// persisting accesses, where the next kernel cannot use them: a kernel re-reading 24 MB ran 0.7-6%
 /// slower after such a call than after plain copies, and as fast after this one (TUNING.md row 32).
-template <int BlockThreads, StagedCaching Caching, class... TIn>
+template <int BlockThreads, StagedCaching Caching, class TOut, class... TIn, std::size_t... I>
 __device__ __forceinline__ void release_tile_lines(const StagedRange& range, std::size_t first, std::size_t count,
-                                                   const TIn*... in) {
+                                                   cuda::std::index_sequence<I...>, const TIn*... in) {
   if constexpr (caching_has(Caching, StagedCaching::evict_last_in_flight)) {
-    (restore_normal_priority<BlockThreads>(granule_window(in + first, count), reinterpret_cast<std::uintptr_t>(in),
-                                           reinterpret_cast<std::uintptr_t>(in + range.n)),
-     ...);
+    const auto release = [&](auto input, const auto* pointer) {
+      if constexpr (evict_last_input<decltype(input)::value, TOut, TIn...>()) {
+        restore_normal_priority<BlockThreads>(granule_window(pointer + first, count),
+                                              reinterpret_cast<std::uintptr_t>(pointer),
+                                              reinterpret_cast<std::uintptr_t>(pointer + range.n));
+      }
+    };
+    (release(cuda::std::integral_constant<std::size_t, I>{}, in), ...);
   } else {
     (void)range, (void)first, (void)count, ((void)in, ...);
   }
@@ -238,13 +267,13 @@ __global__ void __launch_bounds__(BlockThreads)
     const std::size_t first = range.staged_begin + static_cast<std::size_t>(blockIdx.x) * Tile::kElements;
     if (threadIdx.x == 0 && has_tile) {
       init_stage_barrier(&barriers[0]);
-      issue_tile<Caching>(stages_base, offsets, &barriers[0], first, tile_count(first), Inputs{}, in...);
+      issue_tile<Caching, TOut>(stages_base, offsets, &barriers[0], first, tile_count(first), Inputs{}, in...);
     }
     __syncthreads();  // the barrier is initialised before anyone waits on it
     if (blockIdx.x == 0) transform_scalar_ends<BlockThreads>(op, range, out, in...);  // while the tile is in flight
     if (!has_tile) return;
     wait_stage_barrier(&barriers[0], 0);
-    release_tile_lines<BlockThreads, Caching>(range, first, tile_count(first), in...);
+    release_tile_lines<BlockThreads, Caching, TOut>(range, first, tile_count(first), Inputs{}, in...);
     transform_staged_tile<BlockThreads, UnitsPerThread, Caching, Op, TOut, TIn...>(
         op, stages_base, offsets, shifts, tile_count(first), out + first, Inputs{});
   } else {
@@ -258,7 +287,7 @@ __global__ void __launch_bounds__(BlockThreads)
       for (int s = 0; s < stages; ++s) init_stage_barrier(&barriers[s]);
       for (std::size_t k = 0; k < stage_count && k < my_tiles; ++k) {
         const std::size_t first = tile_first(k);
-        issue_tile<Caching>(stages_base + k * Tile::kStageBytes, offsets, &barriers[k], first, tile_count(first),
+        issue_tile<Caching, TOut>(stages_base + k * Tile::kStageBytes, offsets, &barriers[k], first, tile_count(first),
                             Inputs{}, in...);
       }
     }
@@ -271,14 +300,14 @@ __global__ void __launch_bounds__(BlockThreads)
       const std::size_t first = tile_first(k);
       unsigned char* const stage_data = stages_base + stage * Tile::kStageBytes;
       wait_stage_barrier(&barriers[stage], phase);
-      release_tile_lines<BlockThreads, Caching>(range, first, tile_count(first), in...);
+      release_tile_lines<BlockThreads, Caching, TOut>(range, first, tile_count(first), Inputs{}, in...);
       transform_staged_tile<BlockThreads, UnitsPerThread, Caching, Op, TOut, TIn...>(
           op, stage_data, offsets, shifts, tile_count(first), out + first, Inputs{});
       __syncthreads();  // every thread is done reading this stage before it is refilled
       if (threadIdx.x == 0 && k + stage_count < my_tiles) {
         order_reads_before_bulk_copy();
         const std::size_t next = tile_first(k + stage_count);
-        issue_tile<Caching>(stage_data, offsets, &barriers[stage], next, tile_count(next), Inputs{}, in...);
+        issue_tile<Caching, TOut>(stage_data, offsets, &barriers[stage], next, tile_count(next), Inputs{}, in...);
       }
       if (++stage == stage_count) {
         stage = 0;
