@@ -98,7 +98,7 @@ enum class StagedCaching : unsigned {
   plain = 0,
   /// Evict-first (.cs) stores: measured no faster than plain ones (docs/TUNING.md row 15).
   streaming_stores = 1u << 0,
-  /// The bulk copies of the inputs kEvictLastInput names mark their L2 lines evict-last, and once
+  /// The bulk copies of the inputs evict_last_input names mark their L2 lines evict-last, and once
   /// a tile has landed in shared memory those lines go back to normal priority, so nothing stays
   /// marked after the call (TUNING.md rows 32-33; which calls use it: kStagedCaching in
   /// dispatch/launch_shape.cuh).
@@ -287,8 +287,8 @@ __global__ void __launch_bounds__(BlockThreads)
       for (int s = 0; s < stages; ++s) init_stage_barrier(&barriers[s]);
       for (std::size_t k = 0; k < stage_count && k < my_tiles; ++k) {
         const std::size_t first = tile_first(k);
-        issue_tile<Caching, TOut>(stages_base + k * Tile::kStageBytes, offsets, &barriers[k], first, tile_count(first),
-                            Inputs{}, in...);
+        issue_tile<Caching, TOut>(stages_base + k * Tile::kStageBytes, offsets, &barriers[k], first,
+                                  tile_count(first), Inputs{}, in...);
       }
     }
     __syncthreads();  // the barriers are initialised before anyone waits on them
