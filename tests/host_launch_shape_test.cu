@@ -95,8 +95,8 @@ TEST(LaunchShape, BlocksOfUnitsLoadingThirtyTwoBytesAreLarger) {
   EXPECT_EQ((staged_shape<bf16, float>(kH200).tiles_per_block), 1);
 }
 
-TEST(LaunchShape, EvictLastCopiesForAtMostSixteenBytesOfEachUnitOfSmallElements) {
-  using hardact::detail::evict_last_input;
+TEST(LaunchShape, EvictLastCopiesForSixteenBytesOfEachUnitOfSmallElements) {
+  using hardact::detail::evict_last_unit_bytes;
   using hardact::detail::kStagedCaching;
   using hardact::detail::StagedCaching;
   using bf16 = __nv_bfloat16;
@@ -104,22 +104,49 @@ TEST(LaunchShape, EvictLastCopiesForAtMostSixteenBytesOfEachUnitOfSmallElements)
   EXPECT_EQ((kStagedCaching<float, float>), kHinted);
   EXPECT_EQ((kStagedCaching<bf16, bf16>), kHinted);
   EXPECT_EQ((kStagedCaching<__half, __half>), kHinted);
-  EXPECT_EQ((kStagedCaching<float, bf16>), kHinted);                      // widening: 8 bytes per unit
-  EXPECT_EQ((kStagedCaching<float, float, float>), kHinted);              // two inputs: the last one marked
+  EXPECT_EQ((kStagedCaching<float, bf16>), kHinted);  // widening
+  EXPECT_EQ((kStagedCaching<bf16, float>), kHinted);  // narrowing
+  EXPECT_EQ((kStagedCaching<float, float, float>), kHinted);
   EXPECT_EQ((kStagedCaching<bf16, bf16, bf16>), kHinted);
-  EXPECT_EQ((kStagedCaching<double, double>), StagedCaching::plain);      // 8-byte elements
+  EXPECT_EQ((kStagedCaching<double, double>), StagedCaching::plain);  // 8-byte elements
   EXPECT_EQ((kStagedCaching<double, float>), StagedCaching::plain);
-  EXPECT_EQ((kStagedCaching<bf16, float>), StagedCaching::plain);         // narrowing: 32 bytes per unit
-  // Which inputs: the last ones whose loads add up to at most 16 bytes per unit.
-  EXPECT_TRUE((evict_last_input<0, float, float>()));
-  EXPECT_FALSE((evict_last_input<0, float, float, float>()));
-  EXPECT_TRUE((evict_last_input<1, float, float, float>()));
-  EXPECT_FALSE((evict_last_input<0, bf16, bf16, bf16>()));
-  EXPECT_TRUE((evict_last_input<1, bf16, bf16, bf16>()));
-  EXPECT_TRUE((evict_last_input<0, float, bf16>()));
-  EXPECT_FALSE((evict_last_input<0, bf16, float>()));
+  EXPECT_EQ((kStagedCaching<float, double>), StagedCaching::plain);
+  // 16 bytes of each unit, the last inputs first.
+  EXPECT_EQ((evict_last_unit_bytes<0, float, float>()), 16u);
+  EXPECT_EQ((evict_last_unit_bytes<0, float, float, float>()), 0u);
+  EXPECT_EQ((evict_last_unit_bytes<1, float, float, float>()), 16u);
+  EXPECT_EQ((evict_last_unit_bytes<0, bf16, bf16, bf16>()), 0u);
+  EXPECT_EQ((evict_last_unit_bytes<1, bf16, bf16, bf16>()), 16u);
+  EXPECT_EQ((evict_last_unit_bytes<0, float, bf16>()), 8u);   // all of its 8-byte unit
+  EXPECT_EQ((evict_last_unit_bytes<0, bf16, float>()), 16u);  // half of its 32-byte unit
+  EXPECT_EQ((evict_last_unit_bytes<0, bf16, float, float>()), 0u);
+  EXPECT_EQ((evict_last_unit_bytes<1, bf16, float, float>()), 16u);
+  EXPECT_EQ((evict_last_unit_bytes<0, float, bf16, bf16>()), 8u);  // 8 + 8
+  EXPECT_EQ((evict_last_unit_bytes<1, float, bf16, bf16>()), 8u);
   EXPECT_FALSE(hardact::detail::caching_has(StagedCaching::plain, kHinted));
   EXPECT_TRUE(hardact::detail::caching_has(StagedCaching::streaming_stores | kHinted, kHinted));
+}
+
+TEST(LaunchShape, MarkedPartIsTheWindowsEndFromAnL2Line) {
+  using hardact::detail::GranuleWindow;
+  using hardact::detail::marked_part;
+  // Half of a 4 KiB window on lines: its second half.
+  GranuleWindow window{0x10000, 4096};
+  GranuleWindow marked = marked_part<16, 32>(window);
+  EXPECT_EQ(marked.begin, 0x10000u + 2048u);
+  EXPECT_EQ(marked.bytes, 2048u);
+  // A shifted window (one granule more, off a line): the cut goes down to a line, so at least the
+  // share asked for is marked, and the part ends where the window does.
+  window = GranuleWindow{0x10010, 4112};
+  marked = marked_part<16, 32>(window);
+  EXPECT_EQ(marked.begin % 128, 0u);
+  EXPECT_LE(marked.begin, 0x10010u + 4112u / 2);
+  EXPECT_EQ(marked.begin + marked.bytes, 0x10010u + 4112u);
+  // A window shorter than a line is marked whole; a whole unit marks the whole window.
+  window = GranuleWindow{0x10040, 32};
+  EXPECT_EQ((marked_part<16, 32>(window).begin), 0x10040u);
+  EXPECT_EQ((marked_part<16, 32>(window).bytes), 32u);
+  EXPECT_EQ((marked_part<16, 16>(GranuleWindow{0x10010, 4112}).bytes), 4112u);
 }
 
 TEST(LaunchShape, StagedRangeStartsOnAKibibyteBoundaryOfTheOutput) {

@@ -58,21 +58,19 @@ class ScopedTransformPath {
 /// ran those rows 0.1-0.5% faster on both cards (row 27).
 template <class TOut, class... TIn>
 inline constexpr int kStagedBlockThreads = kUnitElements<TOut, TIn...> * (sizeof(TIn) + ...) >= 32 ? 384 : 128;
-/// How the staged kernel uses the caches, per type pair (docs/TUNING.md rows 32-33). Where every
-/// element is at most 4 bytes, in and out, and the last input loads at most 16 bytes per unit
-/// (float, half and bfloat16 calls of one or two inputs, bfloat16 -> float), the bulk copies of
-/// the last inputs that load at most 16 bytes per unit between them (evict_last_input) mark their
-/// L2 lines evict-last, and the block returns them to normal priority once its tile has landed.
-/// Measured against plain copies: one input +0.5-1.0% on the H100 and +0.2-1.6% on the H200 (in
-/// place 0.989 -> 1.002 of the copy, bfloat16 -> float 0.976 -> 0.992), two inputs +0.35-0.45%
-/// and +0.4-0.5%, with the next kernel's L2 as after plain copies. Elsewhere the copies are plain:
-/// the H200 ran double calls 2-3% and float -> 16-bit calls 4% slower with the hints (the H100
-/// gained 0.8-0.9% on them). Stores are plain everywhere (evict-first stores: row 15).
+/// How the staged kernel uses the caches, per type pair (docs/TUNING.md rows 32-34). Where every
+/// element is at most 4 bytes, in and out (float, half and bfloat16 calls of one or two inputs,
+/// and the conversions between them), the bulk copies mark 16 bytes of each unit evict-last in L2,
+/// from the last input back (evict_last_unit_bytes), and the block returns those lines to normal
+/// priority once its tile has landed. Measured against plain copies: one input +0.5-1.0% on the
+/// H100 and +0.2-1.6% on the H200 (in place 0.989 -> 1.002 of the copy, bfloat16 -> float
+/// 0.976 -> 0.992), two inputs +0.35-0.45% and +0.4-0.5%, float -> bfloat16 (half of its input's
+/// unit) +0.2-0.4% and -0.7 to +0.1%, with the next kernel's L2 as after plain copies. double
+/// calls stay plain: the H200 ran them 2-3% slower with the hints. Stores are plain everywhere
+/// (evict-first stores: row 15).
 template <class TOut, class... TIn>
 inline constexpr StagedCaching kStagedCaching =
-    sizeof(TOut) <= 4 && ((sizeof(TIn) <= 4) && ...) && evict_last_input<sizeof...(TIn) - 1, TOut, TIn...>()
-        ? StagedCaching::evict_last_in_flight
-        : StagedCaching::plain;
+    sizeof(TOut) <= 4 && ((sizeof(TIn) <= 4) && ...) ? StagedCaching::evict_last_in_flight : StagedCaching::plain;
 /// The unit counts per thread the dispatch layer can pick from (each is a kernel instantiation).
 inline constexpr int kStagedMaxUnitsPerThread = 2;
 /// The latency Little's law multiplies the bandwidth by: bytes in flight = bandwidth x latency.

@@ -98,9 +98,9 @@ enum class StagedCaching : unsigned {
   plain = 0,
   /// Evict-first (.cs) stores: measured no faster than plain ones (docs/TUNING.md row 15).
   streaming_stores = 1u << 0,
-  /// The bulk copies of the inputs evict_last_input names mark their L2 lines evict-last, and once
+  /// The bulk copies mark evict_last_unit_bytes of each input's units evict-last in L2, and once
   /// a tile has landed in shared memory those lines go back to normal priority, so nothing stays
-  /// marked after the call (TUNING.md rows 32-33; which calls use it: kStagedCaching in
+  /// marked after the call (TUNING.md rows 32-34; which calls use it: kStagedCaching in
   /// dispatch/launch_shape.cuh).
   evict_last_in_flight = 1u << 1,
 };
@@ -112,20 +112,45 @@ __host__ __device__ constexpr bool caching_has(StagedCaching set, StagedCaching 
   return (static_cast<unsigned>(set) & static_cast<unsigned>(flag)) != 0;
 }
 
-/// Whether input `Input` of a call's inputs TIn... has its copies marked evict-last under
-/// StagedCaching::evict_last_in_flight: the last inputs whose loads add up to at most 16 bytes of a
-/// unit. Marking more per unit (both inputs of a two-input call, a float input narrowed to 16
-/// bits: 32 bytes) ran those calls 4-9% slower on the H200; one input of two ran 0.4-0.5% faster
-/// on both cards (TUNING.md row 33).
+/// Bytes of each unit of input `Input` whose copies are marked evict-last under
+/// StagedCaching::evict_last_in_flight: 16 bytes per unit between the inputs, the last inputs
+/// served first, so an input may get part of its unit (a float input narrowed to 16 bits: 16 of
+/// 32). Marking more (both inputs of a two-input call, all 32 bytes of the narrowing input) ran
+/// those calls 4-9% slower on the H200; 16 bytes ran them 0.1-0.5% faster on both cards, but for
+/// float -> bfloat16 with its input one element off on the H200, 0.7% slower (TUNING.md rows
+/// 33-34).
 template <std::size_t Input, class TOut, class... TIn>
-__host__ __device__ constexpr bool evict_last_input() {
+__host__ __device__ constexpr std::size_t evict_last_unit_bytes() {
   constexpr std::size_t sizes[] = {sizeof(TIn)...};
-  std::size_t bytes = 0;
-  for (std::size_t i = Input; i < sizeof...(TIn); ++i) {
-    bytes += static_cast<std::size_t>(kUnitElements<TOut, TIn...>) * sizes[i];
+  std::size_t budget = kMaxAccessBytes;
+  for (std::size_t i = sizeof...(TIn); i-- > Input;) {
+    const std::size_t unit = static_cast<std::size_t>(kUnitElements<TOut, TIn...>) * sizes[i];
+    const std::size_t given = unit < budget ? unit : budget;
+    if (i == Input) return given;
+    budget -= given;
   }
-  return bytes <= kMaxAccessBytes;
+  return 0;
 }
+
+/// The end of an input's window whose copy is marked, `Marked` of every `Unit` bytes: it starts on
+/// an L2 line, so that returning its lines to normal priority leaves the unmarked lines alone.
+template <std::size_t Marked, std::size_t Unit>
+__host__ __device__ constexpr GranuleWindow marked_part(const GranuleWindow& window) {
+  if constexpr (Marked >= Unit) {
+    return window;
+  } else {
+    const std::uintptr_t end = window.begin + window.bytes;
+    const std::uintptr_t unmarked = window.bytes - static_cast<std::uintptr_t>(window.bytes) * Marked / Unit;
+    const std::uintptr_t cut = (window.begin + unmarked) & ~(kL2LineBytes - 1);
+    const std::uintptr_t begin = cut > window.begin ? cut : window.begin;
+    return {begin, static_cast<std::uint32_t>(end - begin)};
+  }
+}
+
+/// Bytes of a unit that input `Input` loads.
+template <std::size_t Input, class TOut, class... TIn>
+inline constexpr std::size_t kUnitLoadBytes = static_cast<std::size_t>(kUnitElements<TOut, TIn...>) *
+                                              sizeof(cuda::std::tuple_element_t<Input, cuda::std::tuple<TIn...>>);
 
 template <StagedCaching Caching, class Vector>
 __device__ __forceinline__ void store_unit(Vector* address, const Vector& value) {
@@ -180,10 +205,15 @@ __device__ __forceinline__ void issue_tile(unsigned char* stage, const std::size
     const std::uint64_t policy = evict_last_policy();
     const auto copy = [&](auto input) {
       constexpr std::size_t kInput = decltype(input)::value;
-      if constexpr (evict_last_input<kInput, TOut, TIn...>()) {
-        bulk_copy_to_shared(stage + offsets[kInput], windows[kInput], barrier, policy);
+      constexpr std::size_t kMarked = evict_last_unit_bytes<kInput, TOut, TIn...>();
+      const GranuleWindow& window = windows[kInput];
+      if constexpr (kMarked == 0) {
+        bulk_copy_to_shared(stage + offsets[kInput], window, barrier);
       } else {
-        bulk_copy_to_shared(stage + offsets[kInput], windows[kInput], barrier);
+        const GranuleWindow marked = marked_part<kMarked, kUnitLoadBytes<kInput, TOut, TIn...>>(window);
+        const std::uint32_t unmarked_bytes = window.bytes - marked.bytes;
+        if (unmarked_bytes != 0) bulk_copy_to_shared(stage + offsets[kInput], {window.begin, unmarked_bytes}, barrier);
+        bulk_copy_to_shared(stage + offsets[kInput] + unmarked_bytes, marked, barrier, policy);
       }
     };
     (copy(cuda::std::integral_constant<std::size_t, I>{}), ...);
@@ -201,10 +231,12 @@ __device__ __forceinline__ void release_tile_lines(const StagedRange& range, std
                                                    cuda::std::index_sequence<I...>, const TIn*... in) {
   if constexpr (caching_has(Caching, StagedCaching::evict_last_in_flight)) {
     const auto release = [&](auto input, const auto* pointer) {
-      if constexpr (evict_last_input<decltype(input)::value, TOut, TIn...>()) {
-        restore_normal_priority<BlockThreads>(granule_window(pointer + first, count),
-                                              reinterpret_cast<std::uintptr_t>(pointer),
-                                              reinterpret_cast<std::uintptr_t>(pointer + range.n));
+      constexpr std::size_t kInput = decltype(input)::value;
+      constexpr std::size_t kMarked = evict_last_unit_bytes<kInput, TOut, TIn...>();
+      if constexpr (kMarked != 0) {
+        restore_normal_priority<BlockThreads>(
+            marked_part<kMarked, kUnitLoadBytes<kInput, TOut, TIn...>>(granule_window(pointer + first, count)),
+            reinterpret_cast<std::uintptr_t>(pointer), reinterpret_cast<std::uintptr_t>(pointer + range.n));
       }
     };
     (release(cuda::std::integral_constant<std::size_t, I>{}, in), ...);
