@@ -185,42 +185,81 @@ TEST(LaunchShape, PersistentRingWhenOneTileBlocksCannotHoldEnough) {
 }
 
 TEST(LaunchShape, PathBySizeAndArchitecture) {
+  using hardact::detail::DirectAccess;
   const StagedShape shape = staged_shape<float, float>(kH100);
+  const DirectAccess full_width;
   const double l2 = static_cast<double>(kH100.l2_cache_bytes);
-  EXPECT_EQ(choose_path(kH100, static_cast<std::size_t>(l2), shape), TransformPath::direct);
-  EXPECT_EQ(choose_path(kH100, static_cast<std::size_t>(64 * l2), shape), TransformPath::staged);
+  EXPECT_EQ(choose_path(kH100, static_cast<std::size_t>(l2), full_width, shape), TransformPath::direct);
+  EXPECT_EQ(choose_path(kH100, static_cast<std::size_t>(64 * l2), full_width, shape), TransformPath::staged);
   DeviceProperties ampere = kH100;
   ampere.compute_capability_major = 8;
-  EXPECT_EQ(choose_path(ampere, static_cast<std::size_t>(64 * l2), shape), TransformPath::direct);
+  EXPECT_EQ(choose_path(ampere, static_cast<std::size_t>(64 * l2), full_width, shape), TransformPath::direct);
+}
+
+TEST(LaunchShape, StagedPathFromWhereTheDirectPathFallsBehind) {
+  using hardact::detail::DirectAccess;
+  using hardact::detail::staged_path_minimum_bytes;
+  // The direct kernel's 2048 threads x 16 bytes hold the H100's 32 KiB of Little's law, not the
+  // H200's 48 KiB: staged from 4 x L2 on the one, 2 x L2 on the other.
+  const DirectAccess full_width;
+  EXPECT_DOUBLE_EQ(staged_path_minimum_bytes(kH100, full_width), 4.0 * kH100.l2_cache_bytes);
+  EXPECT_DOUBLE_EQ(staged_path_minimum_bytes(kH200, full_width), 2.0 * kH200.l2_cache_bytes);
+  // double: 32 bytes per thread hold both.
+  DirectAccess two_vectors;
+  two_vectors.bytes_per_thread = 32;
+  EXPECT_DOUBLE_EQ(staged_path_minimum_bytes(kH200, two_vectors), 4.0 * kH200.l2_cache_bytes);
+  // Accesses narrower than 4 bytes (16-bit elements misaligned relative to each other): from 1 x L2.
+  DirectAccess narrow;
+  narrow.narrowest_access_bytes = 2;
+  EXPECT_DOUBLE_EQ(staged_path_minimum_bytes(kH100, narrow), 1.0 * kH100.l2_cache_bytes);
+  EXPECT_DOUBLE_EQ(staged_path_minimum_bytes(kH200, narrow), 1.0 * kH200.l2_cache_bytes);
+  DirectAccess four_bytes;
+  four_bytes.narrowest_access_bytes = 4;
+  EXPECT_DOUBLE_EQ(staged_path_minimum_bytes(kH100, four_bytes), 4.0 * kH100.l2_cache_bytes);
+}
+
+TEST(LaunchShape, DirectWidthFollowsRelativeAlignment) {
+  using bf16 = __nv_bfloat16;
+  alignas(256) static bf16 out[64];
+  alignas(256) static bf16 in[64];
+  const auto width = [](const bf16* o, const bf16* i) { return hardact::detail::widest_aligned_width<8>(o, i); };
+  EXPECT_EQ(width(out, in), 8);
+  EXPECT_EQ(width(out + 1, in + 1), 8);  // misaligned together: a scalar head, then full width
+  EXPECT_EQ(width(out, in + 1), 1);      // relatively misaligned by 2 bytes: 2-byte accesses
+  EXPECT_EQ(width(out, in + 2), 2);
+  EXPECT_EQ(width(out, in + 4), 4);
 }
 
 TEST(LaunchShape, StagedShapeIsWorkedOutOnlyWhenTheStagedPathIsWanted) {
+  using hardact::detail::DirectAccess;
   using hardact::detail::staged_path_wanted;
+  const DirectAccess full_width;
   const double l2 = static_cast<double>(kH200.l2_cache_bytes);
-  EXPECT_FALSE(staged_path_wanted(kH200, static_cast<std::size_t>(l2)));
-  EXPECT_TRUE(staged_path_wanted(kH200, static_cast<std::size_t>(4 * l2)));
+  EXPECT_FALSE(staged_path_wanted(kH200, static_cast<std::size_t>(l2), full_width));
+  EXPECT_TRUE(staged_path_wanted(kH200, static_cast<std::size_t>(2 * l2), full_width));
   DeviceProperties ampere = kH200;
   ampere.compute_capability_major = 8;
-  EXPECT_FALSE(staged_path_wanted(ampere, static_cast<std::size_t>(64 * l2)));
+  EXPECT_FALSE(staged_path_wanted(ampere, static_cast<std::size_t>(64 * l2), full_width));
   // A staged shape that does not fit leaves the direct path even when the staged one is wanted.
   StagedShape unfit = staged_shape<float, float>(kH200);
   unfit.stages = 0;
-  EXPECT_EQ(choose_path(kH200, static_cast<std::size_t>(64 * l2), unfit), TransformPath::direct);
+  EXPECT_EQ(choose_path(kH200, static_cast<std::size_t>(64 * l2), full_width, unfit), TransformPath::direct);
   const hardact::detail::ScopedTransformPath staged(TransformPath::staged);
-  EXPECT_TRUE(staged_path_wanted(ampere, 16));
+  EXPECT_TRUE(staged_path_wanted(ampere, 16, full_width));
 }
 
 TEST(LaunchShape, ForcedPathWins) {
   const StagedShape shape = staged_shape<float, float>(kH100);
+  const hardact::detail::DirectAccess full_width;
   {
     const hardact::detail::ScopedTransformPath staged(TransformPath::staged);
-    EXPECT_EQ(choose_path(kH100, 16, shape), TransformPath::staged);
+    EXPECT_EQ(choose_path(kH100, 16, full_width, shape), TransformPath::staged);
   }
   {
     const hardact::detail::ScopedTransformPath direct(TransformPath::direct);
-    EXPECT_EQ(choose_path(kH100, std::size_t(1) << 40, shape), TransformPath::direct);
+    EXPECT_EQ(choose_path(kH100, std::size_t(1) << 40, full_width, shape), TransformPath::direct);
   }
-  EXPECT_EQ(choose_path(kH100, 16, shape), TransformPath::direct);
+  EXPECT_EQ(choose_path(kH100, 16, full_width, shape), TransformPath::direct);
 }
 
 }  // namespace

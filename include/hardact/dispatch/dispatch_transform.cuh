@@ -141,6 +141,17 @@ int aligned_head(const T*... pointers) {
   return common_head<VectorAlignment<Width>>(pointers...);
 }
 
+/// The vector width launch_widest_aligned takes for these pointers.
+template <int Width, class... T>
+int widest_aligned_width(const T*... pointers) {
+  if constexpr (Width == 1) {
+    ((void)pointers, ...);
+    return 1;
+  } else {
+    return aligned_head<Width>(pointers...) >= 0 ? Width : widest_aligned_width<Width / 2>(pointers...);
+  }
+}
+
 /// Cuts [0, n) into head, vectors and tail, sizes the grid and launches.
 template <int Width, class Op, class TOut, class... TIn>
 cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, const DeviceProperties& device,
@@ -291,10 +302,15 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
   if constexpr (RequestedWidth == 0) {
     constexpr std::size_t kBytesPerElement = (sizeof(TOut) + ... + sizeof(TIn));
     const std::size_t bytes = n <= SIZE_MAX / kBytesPerElement ? n * kBytesPerElement : SIZE_MAX;
-    if (staged_path_wanted(device, bytes)) {
+    DirectAccess direct;
+    direct.bytes_per_thread = kBytesPerThread<TOut, TIn...>;
+    direct.narrowest_access_bytes =
+        static_cast<std::size_t>(widest_aligned_width<kWidth>(static_cast<const TOut*>(out), in...)) *
+        kMinElementSize<TOut, TIn...>;
+    if (staged_path_wanted(device, bytes, direct)) {
       const StagedShape shape =
           staged_shape<TOut, TIn...>(device, staged_residency<kStagedCaching<TOut, TIn...>, Op, TOut, TIn...>(device));
-      if (choose_path(device, bytes, shape) == TransformPath::staged) {
+      if (choose_path(device, bytes, direct, shape) == TransformPath::staged) {
         static_assert(kStagedMaxUnitsPerThread == 2, "hardact: dispatch one instantiation per unit count");
         if (shape.units_per_thread == 2) {
           return launch_staged<2, kStagedCaching<TOut, TIn...>>(op, n, shape, device, stream, out, in...);

@@ -89,12 +89,27 @@ inline constexpr int kStagedPersistentBlocksPerMultiprocessor = 4;
 inline constexpr std::size_t kDefaultSharedMemoryPerBlock = 48 * 1024;
 /// Shared memory the runtime reserves per resident block (1 KiB on sm_80 and later).
 inline constexpr std::size_t kReservedSharedMemoryPerBlock = 1024;
-/// Arrays moving fewer bytes than this many times the L2 cache stay on the direct path, where part
-/// of the traffic still hits L2 and one short launch costs less. Measured (interleaved sweeps,
-/// docs/TUNING.md): the staged path is ahead from 2^26 floats on the H100 (50 MB L2) and from 2^24
-/// or 2^25 on the H200 (60 MB; the sweeps differ); 4 x L2 switches between 2^24 and 2^25 on both,
-/// within 1% of the better path at every size.
-inline constexpr double kStagedMinimumL2Multiple = 4.0;
+/// Where the staged path takes over, in bytes moved (read + written) per byte of L2. Below, part
+/// of the traffic still hits L2, where the direct path's loads straight into registers win and one
+/// short launch costs less; above, what counts is keeping DRAM busy (docs/TUNING.md row 34;
+/// interleaved sweeps of 2^22..2^26 elements, 41 reps). Where the direct kernel's resident threads
+/// hold Little's law's bytes in flight (the H100: 32 KiB per multiprocessor of 32), it ran level
+/// with the staged one or ahead up to 4 x L2 (float at 2^24, 2.6 x L2: 1.04 against 1.02 of the
+/// copy); where they do not (the H200: 32 of 48 KiB), it fell behind from 2 x L2 (bfloat16 at
+/// 2^25, 2.1 x L2: 0.97 against 1.00; float at 4.3 x L2: 0.96 against 1.01).
+inline constexpr double kStagedFromL2MultipleWhenDirectKeepsUp = 4.0;
+inline constexpr double kStagedFromL2Multiple = 2.0;
+/// A call whose pointers are misaligned relative to each other makes the direct kernel use
+/// narrower accesses; below 4 bytes (16-bit elements one element apart) it ran 0.93-0.95 of the
+/// copy on the H100 and 0.84-0.87 on the H200 from 1 x L2 on, where the staged path ran 0.97-1.03.
+inline constexpr double kStagedFromL2MultipleForNarrowAccesses = 1.0;
+inline constexpr std::size_t kNarrowAccessBytes = 4;
+
+/// How the direct kernel would run a call, which the staged path is weighed against.
+struct DirectAccess {
+  int bytes_per_thread = 16;             ///< of the larger stream, per thread (kBytesPerThread)
+  std::size_t narrowest_access_bytes = 16;  ///< less than 16 when the pointers are relatively misaligned
+};
 
 template <int Units, class TOut, class... TIn>
 using StagedTileOf = StagedTile<kStagedBlockThreads<TOut, TIn...>, Units, TOut, TIn...>;
@@ -245,21 +260,33 @@ StagedShape staged_shape(const DeviceProperties& device) {
   return staged_shape<TOut, TIn...>(device, estimated_residency<TOut, TIn...>(device));
 }
 
+/// Bytes moved from which an automatic-width call takes the staged path on `device` (the rule
+/// above).
+inline double staged_path_minimum_bytes(const DeviceProperties& device, const DirectAccess& direct) {
+  const double l2 = static_cast<double>(device.l2_cache_bytes);
+  if (direct.narrowest_access_bytes < kNarrowAccessBytes) return kStagedFromL2MultipleForNarrowAccesses * l2;
+  const double direct_in_flight =
+      static_cast<double>(device.max_threads_per_multiprocessor) * static_cast<double>(direct.bytes_per_thread);
+  const bool keeps_up = direct_in_flight >= kStagedInFlightShare * bytes_in_flight_per_multiprocessor(device);
+  return (keeps_up ? kStagedFromL2MultipleWhenDirectKeepsUp : kStagedFromL2Multiple) * l2;
+}
+
 /// Whether an automatic-width call moving `bytes` in all should take the staged path on `device`,
 /// before its shape is known: the shape is worked out only then, since a device's first call of a
 /// kind asks the runtime about the staged kernel (staged_residency).
-inline bool staged_path_wanted(const DeviceProperties& device, std::size_t bytes) {
+inline bool staged_path_wanted(const DeviceProperties& device, std::size_t bytes, const DirectAccess& direct) {
   const TransformPath forced = transform_tuning().path.load(std::memory_order_relaxed);
   if (forced != TransformPath::automatic) return forced == TransformPath::staged;
   if (device.compute_capability_major < 9) return false;
-  const double threshold = kStagedMinimumL2Multiple * static_cast<double>(device.l2_cache_bytes);
-  return static_cast<double>(bytes) >= threshold;
+  return static_cast<double>(bytes) >= staged_path_minimum_bytes(device, direct);
 }
 
 /// The path for an automatic-width call moving `bytes` in all, given the staged shape on `device`
 /// (a shape that does not fit, stages == 0, leaves the direct path).
-inline TransformPath choose_path(const DeviceProperties& device, std::size_t bytes, const StagedShape& shape) {
-  return staged_path_wanted(device, bytes) && shape.stages >= 1 ? TransformPath::staged : TransformPath::direct;
+inline TransformPath choose_path(const DeviceProperties& device, std::size_t bytes, const DirectAccess& direct,
+                                 const StagedShape& shape) {
+  return staged_path_wanted(device, bytes, direct) && shape.stages >= 1 ? TransformPath::staged
+                                                                         : TransformPath::direct;
 }
 
 }  // namespace detail
