@@ -93,12 +93,12 @@ bool overlaps_unsafely(const TOut* out, const TIn* in, std::size_t n) {
   return overlap && !in_place;
 }
 
-/// Alignment targets for the head: a whole 128-byte line for every pointer (each warp then touches
+/// Alignment targets for the head: a whole 128-byte L2 line for every pointer (each warp then touches
 /// whole 32-byte sectors, so an offset such as x + 1 costs only the scalar head), or else each
 /// pointer's own vector alignment at `Width`.
 struct LineAlignment {
   template <class T>
-  static constexpr std::size_t bytes = 128;
+  static constexpr std::size_t bytes = kL2LineBytes;
 };
 template <int Width>
 struct VectorAlignment {
