@@ -91,7 +91,7 @@ inline constexpr std::size_t kDefaultSharedMemoryPerBlock = 48 * 1024;
 inline constexpr std::size_t kReservedSharedMemoryPerBlock = 1024;
 /// Where the staged path takes over, in bytes moved (read + written) per byte of L2. Below, part
 /// of the traffic still hits L2, where the direct path's loads straight into registers win and one
-/// short launch costs less; above, what counts is keeping DRAM busy (docs/TUNING.md row 34;
+/// short launch costs less; above, what counts is keeping DRAM busy (docs/TUNING.md row 35;
 /// interleaved sweeps of 2^22..2^26 elements, 41 reps). Where the direct kernel's resident threads
 /// hold Little's law's bytes in flight (the H100: 32 KiB per multiprocessor of 32), it ran level
 /// with the staged one or ahead up to 4 x L2 (float at 2^24, 2.6 x L2: 1.04 against 1.02 of the
@@ -100,15 +100,16 @@ inline constexpr std::size_t kReservedSharedMemoryPerBlock = 1024;
 inline constexpr double kStagedFromL2MultipleWhenDirectKeepsUp = 4.0;
 inline constexpr double kStagedFromL2Multiple = 2.0;
 /// A call whose pointers are misaligned relative to each other makes the direct kernel use
-/// narrower accesses; below 4 bytes (16-bit elements one element apart) it ran 0.93-0.95 of the
-/// copy on the H100 and 0.84-0.87 on the H200 from 1 x L2 on, where the staged path ran 0.97-1.03.
+/// narrower accesses; below 4 bytes (16-bit elements one element apart) it ran 0.93-1.01 of the
+/// copy on the H100 and 0.84-0.96 on the H200 from 1.1 to 5 x L2, where the staged path ran
+/// 1.02-1.04 and 0.97-1.00.
 inline constexpr double kStagedFromL2MultipleForNarrowAccesses = 1.0;
 inline constexpr std::size_t kNarrowAccessBytes = 4;
 
 /// How the direct kernel would run a call, which the staged path is weighed against.
 struct DirectAccess {
-  int bytes_per_thread = 16;             ///< of the larger stream, per thread (kBytesPerThread)
-  std::size_t narrowest_access_bytes = 16;  ///< less than 16 when the pointers are relatively misaligned
+  int bytes_per_thread = 16;                ///< of the larger stream, per thread (kBytesPerThread)
+  std::size_t narrowest_access_bytes = 16;  ///< under 16 where the pointers are relatively misaligned
 };
 
 template <int Units, class TOut, class... TIn>
