@@ -51,11 +51,17 @@ TEST(LaunchShape, OneTileBlocksSizedByLittlesLaw) {
   EXPECT_EQ((staged_shape<float, float, float>(kH100).units_per_thread), 1);
 }
 
-TEST(LaunchShape, WideningTilesAreSizedByWhatTheyStore) {
-  // bfloat16 -> float stores 16 bytes per unit and loads 8: 16 blocks x 2 KiB stored hold the
-  // H100's 33 KB at one unit, not the H200's 48 KB.
-  EXPECT_EQ((staged_shape<float, __nv_bfloat16>(kH100).units_per_thread), 1);
+TEST(LaunchShape, WideningTilesAreSizedByWhatTheyLoadWhenMarkedAndByWhatTheyStoreWhenPlain) {
+  // bfloat16 -> float (copies marked evict-last) loads 8 bytes per unit: 16 blocks x 1 KiB hold
+  // neither card's bytes in flight at one unit.
+  EXPECT_EQ((staged_shape<float, __nv_bfloat16>(kH100).units_per_thread), 2);
   EXPECT_EQ((staged_shape<float, __nv_bfloat16>(kH200).units_per_thread), 2);
+  // float -> double (plain copies) stores 16 bytes per unit: 16 blocks x 2 KiB stored hold the
+  // H100's 33 KB at one unit, not the H200's 48 KB.
+  EXPECT_EQ((hardact::detail::kStagedSizedTileBytes<double, float>), 128u * 16u);
+  EXPECT_EQ((hardact::detail::kStagedSizedTileBytes<float, __nv_bfloat16>), 128u * 8u);
+  EXPECT_EQ((staged_shape<double, float>(kH100).units_per_thread), 1);
+  EXPECT_EQ((staged_shape<double, float>(kH200).units_per_thread), 2);
 }
 
 TEST(LaunchShape, FewerResidentBlocksGetLargerTiles) {

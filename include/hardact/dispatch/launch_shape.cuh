@@ -115,6 +115,18 @@ struct DirectAccess {
 template <int Units, class TOut, class... TIn>
 using StagedTileOf = StagedTile<kStagedBlockThreads<TOut, TIn...>, Units, TOut, TIn...>;
 
+/// The bytes of a one-unit tile that Little's law sizes. With plain copies, the larger of what the
+/// tile loads and stores: a widening call (bfloat16 -> float) stores twice what it loads, and sized
+/// by its loads alone it took tiles twice too large on the H100 (0.987 of the copy against 0.991,
+/// TUNING.md row 28). With its loads marked evict-last (kStagedCaching) the same call runs best
+/// with the tiles its loads ask for: on the H100 2 units 0.994 against 1 unit 0.987, its input one
+/// element off 0.992 against 0.978; the H200 takes 2 units either way (row 36).
+template <class TOut, class... TIn>
+inline constexpr std::size_t kStagedSizedTileBytes =
+    caching_has(kStagedCaching<TOut, TIn...>, StagedCaching::evict_last_in_flight)
+        ? StagedTileOf<1, TOut, TIn...>::kLoadedBytes
+        : StagedTileOf<1, TOut, TIn...>::kStreamBytes;
+
 /// How the staged kernel is launched.
 struct StagedShape {
   int units_per_thread = 1;           ///< 1 .. kStagedMaxUnitsPerThread
@@ -205,15 +217,11 @@ StagedResidency staged_residency(const DeviceProperties& device) {
 /// The staged kernel's shape on `device`: one-tile blocks, as many resident per multiprocessor as
 /// `residency` says, each with its tile in flight, with the smallest tile (units per thread, a
 /// power of two) whose resident blocks hold kStagedInFlightShare of what Little's law asks for.
-/// A tile counts the larger of the bytes it loads and stores: a widening call (bfloat16 -> float)
-/// stores twice what it loads, and sized by its loads alone it took tiles twice too large on the
-/// H100 (0.987 of the copy against 0.991, TUNING.md row 28). Measured (rows 19 and 22): a larger
-/// tile than needed costs ~1% on the H100, a smaller one 7-10% on the H200. If even the largest
-/// tile holds less than half of it, a persistent grid whose blocks each keep stages - 1 tiles in
-/// flight while computing one.
+/// A tile counts kStagedSizedTileBytes. Measured (rows 19 and 22): a larger tile than needed costs
+/// ~1% on the H100, a smaller one 7-10% on the H200. If even the largest tile holds less than half
+/// of it, a persistent grid whose blocks each keep stages - 1 tiles in flight while computing one.
 template <class TOut, class... TIn>
 StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& residency) {
-  using Base = StagedTileOf<1, TOut, TIn...>;
   using Largest = StagedTileOf<kStagedMaxUnitsPerThread, TOut, TIn...>;
   const TransformTuning& tuning = transform_tuning();
   const int forced_units = tuning.staged_units_per_thread.load(std::memory_order_relaxed);
@@ -223,7 +231,8 @@ StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& 
   StagedShape shape;
 
   const auto held = [&](int units) {
-    return static_cast<double>(residency.of(units)) * static_cast<double>(units) * static_cast<double>(Base::kStreamBytes);
+    return static_cast<double>(residency.of(units)) * static_cast<double>(units) *
+           static_cast<double>(kStagedSizedTileBytes<TOut, TIn...>);
   };
   if (residency.of(1) == 0) return shape;
   int units = 1;
@@ -247,8 +256,8 @@ StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& 
     shape.stages = forced_stages <= fitting ? forced_stages : 0;
     return shape;
   }
-  const double per_stage = static_cast<double>(shape.blocks_per_multiprocessor) *
-                           static_cast<double>(static_cast<std::size_t>(units) * Base::kStreamBytes);
+  const double per_stage = static_cast<double>(shape.blocks_per_multiprocessor) * static_cast<double>(units) *
+                           static_cast<double>(kStagedSizedTileBytes<TOut, TIn...>);
   const int wanted = 1 + static_cast<int>(std::ceil(in_flight / per_stage));
   const int stages = wanted < 2 ? 2 : wanted;
   shape.stages = stages <= fitting ? stages : (fitting >= 2 ? fitting : 0);
