@@ -170,6 +170,10 @@ def reference_chain(x):
     return activation_chain(x, F.hardsigmoid, F.hardswish, F.relu6, F.hardtanh)
 
 
+def ops_chain(x):
+    return activation_chain(x, ops.hardsigmoid, ops.hardswish, ops.relu6, ops.hardtanh)
+
+
 class ActivationStack(nn.Module):
     """A model using the modules, as a user would."""
 
@@ -184,7 +188,7 @@ class ActivationStack(nn.Module):
 
 def check_compile_tracing(results: Results) -> None:
     """torch.compile(fullgraph=True) on meta tensors with a backend that records the graphs: a graph
-    break raises under fullgraph=True; the graphs must call the hardact ops, the backward ones too."""
+    break raises under fullgraph=True; the graphs must hold the expected ops, backward ones too."""
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
 
@@ -198,30 +202,45 @@ def check_compile_tracing(results: Results) -> None:
         return compiler
 
     backend = aot_autograd(fw_compiler=recorder("forward"), bw_compiler=recorder("backward"))
-    model = ActivationStack(32).to("meta")
-    compiled = torch.compile(model, backend=backend, fullgraph=True)
-    x = torch.empty(16, 32, device="meta", requires_grad=True)
-    try:
-        out = compiled(x)
-        out.sum().backward()
-    except Exception as error:  # noqa: BLE001
-        results.record(f"{type(error).__name__}: {error}", "torch.compile(fullgraph=True) traces the model")
-        return
-    results.record("" if out.shape == (16, 32) else f"shape {tuple(out.shape)}", "compiled output shape")
-    for kind, expected in [("forward", ["hardact.hardswish", "hardact.relu6", "hardact.hardsigmoid",
-                                        "hardact.hardtanh"]),
-                           ("backward", ["hardact.hardswish_backward", "hardact.relu6_backward",
-                                         "hardact.hardtanh_backward", "hardact.hardsigmoid_backward"])]:
-        code = "\n".join(graph.code for graph in graphs[kind])
-        missing = [name for name in expected if name not in code]
-        results.record(f"{len(graphs[kind])} graphs; missing {missing}" if missing or not graphs[kind] else "",
-                       f"compiled {kind} graph calls the hardact ops")
+    # The modules and functions become torch.nn.functional's under compile (so Inductor can fuse
+    # them): their graphs hold aten's activations. torch.ops.hardact.* called directly stay hardact's,
+    # forward and backward (through the C++ autograd kernels).
+    cases = [
+        ("modules and functions", ActivationStack(32).to("meta"),
+         ["aten.hardswish", "aten.hardtanh", "aten.hardsigmoid"],
+         ["aten.hardswish_backward", "aten.hardtanh_backward", "aten.hardsigmoid_backward"], "hardact."),
+        ("torch.ops.hardact", ops_chain,
+         ["hardact.hardswish", "hardact.relu6", "hardact.hardsigmoid", "hardact.hardtanh"],
+         ["hardact.hardswish_backward", "hardact.relu6_backward", "hardact.hardtanh_backward",
+          "hardact.hardsigmoid_backward"], "aten.hard"),
+    ]
+    for what, model, forward_names, backward_names, absent in cases:
+        torch._dynamo.reset()
+        graphs["forward"].clear()
+        graphs["backward"].clear()
+        compiled = torch.compile(model, backend=backend, fullgraph=True)
+        x = torch.empty(16, 32, device="meta", requires_grad=True)
+        try:
+            out = compiled(x)
+            out.sum().backward()
+        except Exception as error:  # noqa: BLE001
+            results.record(f"{type(error).__name__}: {error}", f"torch.compile(fullgraph=True) traces {what}")
+            continue
+        results.record("" if out.shape == (16, 32) else f"shape {tuple(out.shape)}", f"compiled {what}: output shape")
+        for kind, expected in [("forward", forward_names), ("backward", backward_names)]:
+            code = "\n".join(graph.code for graph in graphs[kind])
+            missing = [name for name in expected if name not in code]
+            report = f"{len(graphs[kind])} graphs; missing {missing}" if missing or not graphs[kind] else ""
+            if not report and absent in code:
+                report = f"the graph also calls {absent}*"
+            results.record(report, f"compiled {what}: {kind} graph calls {expected[0].split('.')[0]}'s ops")
     # In place under compile: functionalized, and still no graph break.
     torch._dynamo.reset()
 
     def inplace_chain(x):
         y = x * 2.0
         ha.hardsigmoid_(y)
+        ops.hardswish_(y)
         ha.hardtanh_(y, 0.25, 0.75)
         z = torch.empty_like(y)
         ops.relu6.out(y, out=z)
@@ -407,8 +426,10 @@ def check_refusals(results: Results) -> None:
         ("F.hardtanh min_val > max_val (PyTorch's own, for comparison)", ValueError, lambda: F.hardtanh(x, 1.0, -1.0)),
         ("nn module HardTanh(2, 1)", ValueError, lambda: ha.HardTanh(2.0, 1.0)),
         ("in place on a leaf requiring grad", RuntimeError, lambda: ops.hardsigmoid_(leaf)),
-        ("in place on a non-leaf requiring grad", RuntimeError, lambda: ops.hardtanh_(leaf * 2.0, 0.0, 1.0)),
+        ("in place on a leaf requiring grad (module)", RuntimeError, lambda: ha.HardSwish(inplace=True)(leaf)),
+        ("in place on a view of a leaf requiring grad", RuntimeError, lambda: ops.relu6_(leaf[1:])),
         ("out= from an input requiring grad", RuntimeError, lambda: ops.hardswish.out(leaf, out=torch.empty_like(x))),
+        ("forward-mode AD", RuntimeError, lambda: forward_ad_call(x)),
         ("in place on an expanded tensor", RuntimeError, lambda: ops.relu6_(x[:1].expand(16, 8))),
         ("out= partly overlapping x", RuntimeError,
          lambda: ops.hardsigmoid.out(x.view(-1)[:64], out=x.view(-1)[1:65])),
@@ -431,6 +452,12 @@ def check_refusals(results: Results) -> None:
     results.record(raises(RuntimeError, lambda: saved.sum().backward()),
                    "autograd notices a saved tensor overwritten in place (version counter bumped)")
     print(f"refusals: {results.summary()}")
+
+
+def forward_ad_call(x):
+    import torch.autograd.forward_ad as fwAD
+    with fwAD.dual_level():
+        return ha.hardswish(fwAD.make_dual(x, torch.ones_like(x)))
 
 
 def check_autograd(results: Results, generator: torch.Generator) -> None:
@@ -466,26 +493,100 @@ def check_autograd(results: Results, generator: torch.Generator) -> None:
     print(f"autograd: {results.summary()}")
 
 
+INPLACE_CASES = [
+    ("hardsigmoid_", lambda t: ha.hardsigmoid(t, inplace=True), lambda t: F.hardsigmoid(t, inplace=True)),
+    ("hardswish_", lambda t: ha.hardswish(t, inplace=True), lambda t: F.hardswish(t, inplace=True)),
+    ("relu6_", lambda t: ha.relu6(t, inplace=True), lambda t: F.relu6(t, inplace=True)),
+    ("hardtanh_(-1, 1)", lambda t: ha.hardtanh(t, -1.0, 1.0, True), lambda t: F.hardtanh(t, -1.0, 1.0, True)),
+    ("hardtanh_(-0.3, 0.7)", lambda t: ha.hardtanh(t, -0.3, 0.7, True), lambda t: F.hardtanh(t, -0.3, 0.7, True)),
+    ("torch.ops.hardact.hardswish_", lambda t: (ops.hardswish_(t), t)[1], lambda t: F.hardswish(t, inplace=True)),
+    ("HardSigmoid(inplace=True)", ha.HardSigmoid(inplace=True), nn.Hardsigmoid(inplace=True)),
+    ("ReLU6(inplace=True)", ha.ReLU6(inplace=True), nn.ReLU6(inplace=True)),
+]
+
+
+def check_inplace_autograd(results: Results, generator: torch.Generator) -> None:
+    """The in-place forms differentiate as PyTorch's do: on a tensor and on a view of it, gradient and
+    second derivative bit for bit against F.*(inplace=True) (PyTorch has no second derivative of
+    hardsigmoid; there the exact one is zero). hardtanh_ with bounds exact in the dtype keeps its
+    output for the gradient, with (-0.3, 0.7) in 16 bits a copy of the input: both paths run. Then a
+    small network with in-place modules trains to the same gradients as with torch.nn's."""
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        for what, ours_fn, theirs_fn in INPLACE_CASES:
+            for where in ("tensor", "view [5:]"):
+                source = salted_random(4099, dtype, generator)
+                grad = salted_random(4099, dtype, generator)
+                v = salted_random(4099, dtype, generator)
+                computed = {}
+                for side, function in (("ours", ours_fn), ("theirs", theirs_fn)):
+                    leaf = source.clone().requires_grad_()
+                    base = leaf * 1.0  # exact: a non-leaf that may be modified in place
+                    target = base if where == "tensor" else base[5:]
+                    returned = function(target)
+                    (dx,) = torch.autograd.grad(base, leaf, grad, create_graph=True)
+                    try:
+                        (ddx,) = torch.autograd.grad(dx, leaf, v, allow_unused=True)
+                    except RuntimeError as error:  # PyTorch: hardsigmoid_backward has no derivative
+                        if "not implemented" not in str(error):
+                            raise
+                        ddx = None
+                    computed[side] = (returned is target, base.detach(), dx.detach(),
+                                      torch.zeros_like(source) if ddx is None else ddx)
+                label = f"{what} {NAMES[dtype]} on a {where}"
+                results.record("" if computed["ours"][0] else "returned another tensor", f"{label}: returns its input")
+                for index, quantity in ((1, "output"), (2, "gradient"), (3, "second derivative")):
+                    results.record(mismatch_report(computed["ours"][index], computed["theirs"][index], source),
+                                   f"{label}: {quantity}")
+    # A training step with in-place modules, as timm builds them.
+    torch.backends.cudnn.deterministic = True
+    inputs = torch.randn(64, 96, device="cuda", generator=generator)
+    target = torch.randn(64, 32, device="cuda", generator=generator)
+
+    def network(activations):
+        return nn.Sequential(nn.Linear(96, 128), nn.BatchNorm1d(128), activations[0], nn.Linear(128, 128),
+                             activations[1], nn.Linear(128, 64), activations[2], nn.Linear(64, 32)).cuda()
+
+    torch.manual_seed(11)
+    theirs = network([nn.Hardswish(inplace=True), nn.ReLU6(inplace=True), nn.Hardsigmoid(inplace=True)])
+    ours = network([nn.Identity()] * 3)
+    ours.load_state_dict(theirs.state_dict())
+    for index, module in zip((2, 4, 6), (ha.HardSwish(inplace=True), ha.ReLU6(inplace=True),
+                                         ha.HardSigmoid(inplace=True))):
+        ours[index] = module
+    for model in (ours, theirs):
+        F.mse_loss(model(inputs), target).backward()
+    for (name, p_ours), p_theirs in zip(ours.named_parameters(), theirs.parameters()):
+        results.record(mismatch_report(p_ours.grad, p_theirs.grad), f"training step with in-place modules: {name}.grad")
+    print(f"in-place autograd: {results.summary()}")
+
+
 def check_compile_cuda(results: Results, generator: torch.Generator) -> None:
     """Inductor, fullgraph=True: the chain of every op, forward and gradient, bit for bit against
     eager PyTorch with F.*; then each op alone."""
-    torch._dynamo.reset()
-    compiled_chain = torch.compile(hardact_chain, fullgraph=True)
-    for dtype in (torch.float32, torch.bfloat16):
-        for step in range(2):  # the second call reuses the compiled code
-            x = salted_random(64 * 1031, dtype, generator).view(64, 1031)
-            ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
-            try:
-                y_ours = compiled_chain(ours)
-            except Exception as error:  # noqa: BLE001
-                results.record(f"{type(error).__name__}: {str(error)[:600]}", f"compile {NAMES[dtype]}")
-                break
-            y_theirs = reference_chain(theirs)
-            results.record(mismatch_report(y_ours, y_theirs, x), f"compiled chain {NAMES[dtype]} call {step} forward")
-            grad = salted_random(x.numel(), dtype, generator).view_as(x)
-            y_ours.backward(grad)
-            y_theirs.backward(grad)
-            results.record(mismatch_report(ours.grad, theirs.grad, x), f"compiled chain {NAMES[dtype]} call {step} dx")
+    # The functions become F.*'s under compile: the same bits as torch.compile of F.*. The ops called
+    # directly stay hardact's kernels: the same bits as eager F.*.
+    for what, chain, reference, compile_reference in [("functions", hardact_chain, reference_chain, True),
+                                                      ("torch.ops.hardact", ops_chain, reference_chain, False)]:
+        torch._dynamo.reset()
+        compiled_chain = torch.compile(chain, fullgraph=True)
+        expected_chain = torch.compile(reference, fullgraph=True) if compile_reference else reference
+        against = "compiled F.*" if compile_reference else "eager F.*"
+        for dtype in (torch.float32, torch.bfloat16):
+            for step in range(2):  # the second call reuses the compiled code
+                x = salted_random(64 * 1031, dtype, generator).view(64, 1031)
+                ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+                try:
+                    y_ours = compiled_chain(ours)
+                    y_theirs = expected_chain(theirs)
+                except Exception as error:  # noqa: BLE001
+                    results.record(f"{type(error).__name__}: {str(error)[:600]}", f"compile {what} {NAMES[dtype]}")
+                    break
+                label = f"compiled {what} chain {NAMES[dtype]} call {step} vs {against}"
+                results.record(mismatch_report(y_ours, y_theirs, x), f"{label}: forward")
+                grad = salted_random(x.numel(), dtype, generator).view_as(x)
+                y_ours.backward(grad)
+                y_theirs.backward(grad)
+                results.record(mismatch_report(ours.grad, theirs.grad, x), f"{label}: dx")
     # Each op alone (Inductor calls the CUDA kernel as an extern kernel), and a whole model.
     x = salted_random(1 << 20, torch.float32, generator)
     for name, reference, extra in OP_CASES:
@@ -555,7 +656,8 @@ def main() -> int:
     check_compile_tracing(results)
     check_dtensor_rules(results)
     check_opcheck_cpu(results)
-    gpu_checks = [check_opcheck, check_layouts, check_refusals, check_autograd, check_compile_cuda, check_cuda_graph]
+    gpu_checks = [check_opcheck, check_layouts, check_refusals, check_autograd, check_inplace_autograd,
+                  check_compile_cuda, check_cuda_graph]
     if args.no_gpu or not torch.cuda.is_available():
         reason = "--no-gpu" if args.no_gpu else "no CUDA GPU visible to PyTorch"
         for check in gpu_checks:

@@ -3,7 +3,8 @@
 # then runs every one-GPU check and prints a summary.
 #
 #   examples/pytorch/run_gpu_checks.sh            # install + check_ops, check_forward, check_backward
-#   examples/pytorch/run_gpu_checks.sh --bench    # ... then bench.py (4096 x 393216, float32 and bfloat16)
+#   examples/pytorch/run_gpu_checks.sh --bench    # ... then bench.py (4096 x 393216), bench_host.py
+#                                                 # (host time per call), bench_models.py (real networks)
 #   examples/pytorch/run_gpu_checks.sh --no-install
 #
 # Environment: PYTHON (default python3), LOG_DIR (default a new temporary folder; each script's
@@ -57,8 +58,10 @@ for script in check_ops check_forward check_backward; do
   step "$script" "$python" "$here/$script.py"
 done
 if [[ $bench == 1 ]]; then
-  step bench "$python" "$here/bench.py"
-  cat "$logs/bench.log"
+  for script in bench bench_host bench_models; do
+    step "$script" "$python" "$here/$script.py"
+    cat "$logs/$script.log"
+  done
 fi
 
 echo

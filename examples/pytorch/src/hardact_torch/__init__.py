@@ -6,16 +6,18 @@
 
 Importing this package registers the operators torch.ops.hardact.{hardsigmoid, hardtanh, hardswish,
 relu6} with their in-place (`hardsigmoid_`) and out= (`hardsigmoid.out`) forms, which return nothing,
-and backward (`hardsigmoid_backward`) forms, fake kernels (torch.compile, torch.export), autograd formulas and
-DTensor sharding rules. The functions and modules below are thin wrappers that mirror
-torch.nn.functional and torch.nn.
+and backward (`hardsigmoid_backward`) forms; their autograd (C++), fake kernels (torch.compile,
+torch.export) and DTensor sharding rules. The functions and modules below mirror
+torch.nn.functional and torch.nn; `replace_activations(model)` swaps a model's torch.nn
+activation modules for them.
 
 Results on CUDA are bit-identical to PyTorch's for float32, float16 and bfloat16, forward and
 backward, and for float64 except HardSigmoid/HardSwish, which hardact computes exactly in double
 (PyTorch multiplies by float(1/6) widened to double: hardsigmoid saturates at 1.0000000298).
 Tensors of any layout are accepted (dense ones, including transposed and offset views, are used
-in place; others through one copy). Only CUDA tensors: a CPU tensor raises ValueError. The in-place
-and out= forms are not differentiable: with grad mode on they raise if an input requires grad.
+in place; others through one copy). Only CUDA tensors: a CPU tensor raises ValueError. The
+functional and in-place forms are differentiable as PyTorch's are; the out= forms are not. Under
+torch.compile the functions and modules are torch.nn.functional's, so Inductor fuses them.
 """
 
 from __future__ import annotations
@@ -23,33 +25,35 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from . import _C  # noqa: F401  (loading the extension registers torch.ops.hardact)
+import torch.nn.functional as F
+from torch._C import _has_torch_function_unary
+from torch.compiler import is_compiling as _is_compiling
+from torch.overrides import handle_torch_function as _handle_torch_function
+
+from . import _C  # loading the extension registers torch.ops.hardact
 from ._registrations import DTENSOR_SHARDING_REGISTERED, SUPPORTED_DTYPES, UNARY_OPS, sharded_ops
 
 __all__ = [
     "SUPPORTED_DTYPES", "UNARY_OPS", "DTENSOR_SHARDING_REGISTERED", "sharded_ops",
     "hardsigmoid", "hardsigmoid_", "hardtanh", "hardtanh_", "hardswish", "hardswish_", "relu6", "relu6_",
-    "HardSigmoid", "HardTanh", "HardSwish", "ReLU6", "ModelNew",
+    "HardSigmoid", "HardTanh", "HardSwish", "ReLU6", "ModelNew", "replace_activations",
 ]
 
 ops = torch.ops.hardact
 
-
-def _check_device(x, op_name: str) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"hardact.{op_name}: expected a torch.Tensor, got {type(x).__name__}")
-    if x.device.type not in ("cuda", "meta"):  # meta: shape-only tracing, runs the fake kernels
-        raise ValueError(f"hardact.{op_name}: expected a CUDA tensor, got one on {x.device}; "
-                         f"use torch.nn.functional.{op_name} for other devices")
+# Eager calls go straight to the extension's bindings (python_module.cpp), which cost what F.*'s
+# cost on the host. Under torch.compile the functions and modules are torch.nn.functional's own,
+# so Inductor fuses them with their neighbours: results are then those of torch.compile(F.*).
+# __torch_function__ overrides are handled first, as F.* does.
 
 
 def hardsigmoid(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """F.hardsigmoid(x, inplace): min(max(x + 3, 0), 6) * float(1/6)."""
-    _check_device(x, "hardsigmoid")
-    if inplace:
-        ops.hardsigmoid_(x)
-        return x
-    return ops.hardsigmoid(x)
+    if _has_torch_function_unary(x):
+        return _handle_torch_function(hardsigmoid, (x,), x, inplace=inplace)
+    if _is_compiling():
+        return F.hardsigmoid(x, inplace)
+    return _C.hardsigmoid_(x) if inplace else _C.hardsigmoid(x)
 
 
 def hardsigmoid_(x: torch.Tensor) -> torch.Tensor:
@@ -58,12 +62,11 @@ def hardsigmoid_(x: torch.Tensor) -> torch.Tensor:
 
 def hardtanh(x: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> torch.Tensor:
     """F.hardtanh(x, min_val, max_val, inplace): clamp(x, min_val, max_val), NaN kept."""
-    _check_device(x, "hardtanh")
-    min_val, max_val = float(min_val), float(max_val)
-    if inplace:
-        ops.hardtanh_(x, min_val, max_val)
-        return x
-    return ops.hardtanh(x, min_val, max_val)
+    if _has_torch_function_unary(x):
+        return _handle_torch_function(hardtanh, (x,), x, min_val=min_val, max_val=max_val, inplace=inplace)
+    if _is_compiling():
+        return F.hardtanh(x, min_val, max_val, inplace)
+    return _C.hardtanh_(x, min_val, max_val) if inplace else _C.hardtanh(x, min_val, max_val)
 
 
 def hardtanh_(x: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0) -> torch.Tensor:
@@ -72,11 +75,11 @@ def hardtanh_(x: torch.Tensor, min_val: float = -1.0, max_val: float = 1.0) -> t
 
 def hardswish(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """F.hardswish(x, inplace): x * min(max(x + 3, 0), 6) / 6."""
-    _check_device(x, "hardswish")
-    if inplace:
-        ops.hardswish_(x)
-        return x
-    return ops.hardswish(x)
+    if _has_torch_function_unary(x):
+        return _handle_torch_function(hardswish, (x,), x, inplace=inplace)
+    if _is_compiling():
+        return F.hardswish(x, inplace)
+    return _C.hardswish_(x) if inplace else _C.hardswish(x)
 
 
 def hardswish_(x: torch.Tensor) -> torch.Tensor:
@@ -85,11 +88,11 @@ def hardswish_(x: torch.Tensor) -> torch.Tensor:
 
 def relu6(x: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """F.relu6(x, inplace): min(max(x, 0), 6)."""
-    _check_device(x, "relu6")
-    if inplace:
-        ops.relu6_(x)
-        return x
-    return ops.relu6(x)
+    if _has_torch_function_unary(x):
+        return _handle_torch_function(relu6, (x,), x, inplace=inplace)
+    if _is_compiling():
+        return F.relu6(x, inplace)
+    return _C.relu6_(x) if inplace else _C.relu6(x)
 
 
 def relu6_(x: torch.Tensor) -> torch.Tensor:
@@ -154,3 +157,31 @@ class ModelNew(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.activation(x)
+
+
+def _replacement(module: nn.Module) -> nn.Module | None:
+    """hardact's module for a torch.nn activation module (the same arguments), or None."""
+    kind = type(module)
+    if kind is nn.Hardswish:
+        return HardSwish(module.inplace)
+    if kind is nn.Hardsigmoid:
+        return HardSigmoid(module.inplace)
+    if kind is nn.ReLU6:
+        return ReLU6(module.inplace)
+    if kind is nn.Hardtanh:
+        return HardTanh(module.min_val, module.max_val, module.inplace)
+    return None
+
+
+def replace_activations(model: nn.Module) -> int:
+    """Replaces, in place, every nn.Hardswish, nn.Hardsigmoid, nn.ReLU6 and nn.Hardtanh module of
+    `model` (exactly those classes, not subclasses) by hardact's, keeping `inplace` and the bounds.
+    Returns how many were replaced."""
+    replaced = 0
+    for parent in model.modules():
+        for name, child in list(parent.named_children()):
+            new = _replacement(child)
+            if new is not None:
+                setattr(parent, name, new)
+                replaced += 1
+    return replaced

@@ -1,8 +1,7 @@
-"""Python-side registrations for the hardact operators defined in csrc/ops.cu:
+"""Python-side registrations for the hardact operators defined in csrc/ops.cu (their autograd is
+C++, csrc/autograd.cpp):
 
 - fake (meta) kernels, so torch.compile, torch.export and FakeTensorMode can trace the ops;
-- autograd formulas of the functional forms and of the backward ops (double backward), using the
-  backward ops, so gradients are hardact's and bit-identical to PyTorch's;
 - DTensor sharding rules: every op is pointwise, so a sharded input stays sharded (no collective).
 
 The fake kernels repeat the argument checks of the CUDA kernels that depend only on metadata, so a
@@ -96,78 +95,6 @@ def _register_fakes() -> None:
         return torch.empty_like(x)
 
 
-# ---- autograd ------------------------------------------------------------------------------------
-# First derivatives through hardact's backward ops. Second derivatives: linear in grad_output (the
-# same backward op) and zero in x, except hardswish's: grad * grad_output / 3 for x in (-3, 3). These
-# are PyTorch's formulas for hardtanh_backward and hardswish_backward; PyTorch has none for
-# hardsigmoid_backward, where they are the exact derivatives.
-
-def _save_x(ctx, inputs, output) -> None:
-    ctx.save_for_backward(inputs[0])
-
-
-def _save_x_and_bounds(ctx, inputs, output) -> None:
-    ctx.save_for_backward(inputs[0])
-    ctx.bounds = (inputs[1], inputs[2])
-
-
-def _save_grad_and_x(ctx, inputs, output) -> None:
-    ctx.save_for_backward(inputs[0], inputs[1])
-
-
-def _register_autograd() -> None:
-    def hardsigmoid_grad(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return _ops.hardsigmoid_backward(grad, x)
-
-    def hardswish_grad(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return _ops.hardswish_backward(grad, x)
-
-    def relu6_grad(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return _ops.relu6_backward(grad, x)
-
-    def hardtanh_grad(ctx, grad):
-        (x,) = ctx.saved_tensors
-        return _ops.hardtanh_backward(grad, x, *ctx.bounds), None, None
-
-    torch.library.register_autograd("hardact::hardsigmoid", hardsigmoid_grad, setup_context=_save_x)
-    torch.library.register_autograd("hardact::hardswish", hardswish_grad, setup_context=_save_x)
-    torch.library.register_autograd("hardact::relu6", relu6_grad, setup_context=_save_x)
-    torch.library.register_autograd("hardact::hardtanh", hardtanh_grad, setup_context=_save_x_and_bounds)
-
-    def hardsigmoid_backward_grad(ctx, grad):
-        _, x = ctx.saved_tensors
-        return _ops.hardsigmoid_backward(grad, x), torch.zeros_like(x)
-
-    def relu6_backward_grad(ctx, grad):
-        _, x = ctx.saved_tensors
-        return _ops.relu6_backward(grad, x), torch.zeros_like(x)
-
-    def hardtanh_backward_grad(ctx, grad):
-        _, x = ctx.saved_tensors
-        return _ops.hardtanh_backward(grad, x, *ctx.bounds), torch.zeros_like(x), None, None
-
-    def hardswish_backward_grad(ctx, grad):
-        grad_output, x = ctx.saved_tensors
-        inside = (x > -3.0) & (x < 3.0)
-        grad_x = torch.where(inside, grad * grad_output / 3.0, torch.zeros((), dtype=x.dtype, device=x.device))
-        return _ops.hardswish_backward(grad, x), grad_x
-
-    def save_grad_x_and_bounds(ctx, inputs, output):
-        ctx.save_for_backward(inputs[0], inputs[1])
-        ctx.bounds = (inputs[2], inputs[3])
-
-    torch.library.register_autograd("hardact::hardsigmoid_backward", hardsigmoid_backward_grad,
-                                    setup_context=_save_grad_and_x)
-    torch.library.register_autograd("hardact::relu6_backward", relu6_backward_grad, setup_context=_save_grad_and_x)
-    torch.library.register_autograd("hardact::hardswish_backward", hardswish_backward_grad,
-                                    setup_context=_save_grad_and_x)
-    torch.library.register_autograd("hardact::hardtanh_backward", hardtanh_backward_grad,
-                                    setup_context=save_grad_x_and_bounds)
-
-
 # ---- DTensor -------------------------------------------------------------------------------------
 
 def sharded_ops() -> list:
@@ -213,5 +140,4 @@ def _register_sharding() -> bool:
 
 
 _register_fakes()
-_register_autograd()
 DTENSOR_SHARDING_REGISTERED = _register_sharding()

@@ -1,7 +1,7 @@
-// The hardact operators for PyTorch: schemas (TORCH_LIBRARY), CUDA kernels through hardact's
-// launchers, and Autograd kernels that refuse to differentiate the in-place and out= forms.
-// Fake (meta) kernels, autograd formulas of the functional forms and the DTensor sharding rules are
-// registered in Python (hardact_torch/_registrations.py).
+// The hardact operators for PyTorch: schemas (TORCH_LIBRARY) and CUDA kernels through hardact's
+// launchers. Their Autograd kernels are in autograd.cpp and the Python bindings in
+// python_module.cpp; fake (meta) kernels and the DTensor sharding rules are registered in Python
+// (hardact_torch/_registrations.py).
 //
 // Layouts: hardact works on flat arrays, so a kernel runs directly on the memory of tensors that
 // share one non-overlapping, dense layout (contiguous, transposed, channels-last, views with an
@@ -15,12 +15,8 @@
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/cuda/CUDAContext.h>
-#include <ATen/core/dispatch/Dispatcher.h>
-#include <c10/core/GradMode.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <torch/library.h>
-
-#include <Python.h>
 
 #include <cmath>
 #include <cstddef>
@@ -135,69 +131,6 @@ at::Tensor relu6_backward(const at::Tensor& grad, const at::Tensor& x) {
   return binary("relu6_backward", hardact::HardTanhBackward{0.0, 6.0}, grad, x);
 }
 
-// ---- in-place and out= forms under autograd --------------------------------------------------------
-// They have no derivative: with grad mode on and an input that requires grad they raise, as
-// documented; otherwise they run below autograd and bump the version counter of what they wrote,
-// so autograd still notices a later use of a saved tensor they overwrote.
-
-void refuse_grad(const char* op_name, std::initializer_list<const at::Tensor*> inputs) {
-  if (!c10::GradMode::is_enabled()) return;
-  for (const at::Tensor* t : inputs) {
-    TORCH_CHECK(!t->requires_grad(), "hardact::", op_name,
-                " is not differentiable: an input requires grad. Use the out-of-place form (hardact::",
-                "hardsigmoid, hardtanh, hardswish, relu6) or run it under torch.no_grad().");
-  }
-}
-
-template <class Signature>
-c10::TypedOperatorHandle<Signature> find_op(const char* name, const char* overload) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, overload).typed<Signature>();
-}
-
-/// Runs `call` below autograd (and below ADInplaceOrView, whose version bump is done here, once).
-template <class Call>
-void below_autograd(const at::Tensor& written, Call&& call) {
-  {
-    const at::AutoDispatchBelowADInplaceOrView guard;
-    call();
-  }
-  written.unsafeGetTensorImpl()->bump_version();
-}
-
-template <const char* Name>
-void inplace_autograd(const at::Tensor& x) {
-  refuse_grad(Name, {&x});
-  static const auto op = find_op<void(const at::Tensor&)>(Name, "");
-  below_autograd(x, [&] { op.call(x); });
-}
-
-template <const char* Name>
-void out_autograd(const at::Tensor& x, const at::Tensor& out) {
-  refuse_grad(Name, {&x, &out});
-  static const auto op = find_op<void(const at::Tensor&, const at::Tensor&)>(Name, "out");
-  below_autograd(out, [&] { op.call(x, out); });
-}
-
-void hardtanh_inplace_autograd(const at::Tensor& x, double min_val, double max_val) {
-  refuse_grad("hardact::hardtanh_", {&x});
-  static const auto op = find_op<void(const at::Tensor&, double, double)>("hardact::hardtanh_", "");
-  below_autograd(x, [&] { op.call(x, min_val, max_val); });
-}
-
-void hardtanh_out_autograd(const at::Tensor& x, double min_val, double max_val, const at::Tensor& out) {
-  refuse_grad("hardact::hardtanh.out", {&x, &out});
-  static const auto op =
-      find_op<void(const at::Tensor&, double, double, const at::Tensor&)>("hardact::hardtanh", "out");
-  below_autograd(out, [&] { op.call(x, min_val, max_val, out); });
-}
-
-constexpr char kHardsigmoidInplace[] = "hardact::hardsigmoid_";
-constexpr char kHardswishInplace[] = "hardact::hardswish_";
-constexpr char kRelu6Inplace[] = "hardact::relu6_";
-constexpr char kHardsigmoid[] = "hardact::hardsigmoid";
-constexpr char kHardswish[] = "hardact::hardswish";
-constexpr char kRelu6[] = "hardact::relu6";
-
 }  // namespace
 
 // The in-place and out= forms return nothing: AOTAutograd (torch.compile) can functionalize a custom
@@ -241,22 +174,4 @@ TORCH_LIBRARY_IMPL(hardact, CUDA, m) {
   m.impl("relu6_", &relu6_);
   m.impl("relu6.out", &relu6_out);
   m.impl("relu6_backward", &relu6_backward);
-}
-
-TORCH_LIBRARY_IMPL(hardact, Autograd, m) {
-  m.impl("hardsigmoid_", &inplace_autograd<kHardsigmoidInplace>);
-  m.impl("hardswish_", &inplace_autograd<kHardswishInplace>);
-  m.impl("relu6_", &inplace_autograd<kRelu6Inplace>);
-  m.impl("hardtanh_", &hardtanh_inplace_autograd);
-  m.impl("hardsigmoid.out", &out_autograd<kHardsigmoid>);
-  m.impl("hardswish.out", &out_autograd<kHardswish>);
-  m.impl("relu6.out", &out_autograd<kRelu6>);
-  m.impl("hardtanh.out", &hardtanh_out_autograd);
-}
-
-// An importable Python module `hardact_torch._C`: importing it runs the registrations above.
-extern "C" PyObject* PyInit__C(void) {
-  static PyModuleDef module = {PyModuleDef_HEAD_INIT, "_C", "hardact operators (registered as torch.ops.hardact)",
-                               -1, nullptr};
-  return PyModule_Create(&module);
 }

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Host time per call of hardact_torch's functions and modules against PyTorch's, at a launch-bound size.
+
+    python3 examples/pytorch/bench_host.py                  # 64x16x28x28, float32 and bfloat16
+    python3 examples/pytorch/bench_host.py --calls 2000 --runs 21
+
+In a launch-bound network (eager MobileNetV3 at batch 64 spends about half its wall time on the host)
+what an activation costs is the host time of its call. For each op, dtype and grad mode (torch.no_grad;
+grad mode on with an input that does not require grad; an input that requires grad, so that a graph
+node is recorded) and each form:
+  - function: F.hardswish(x) against ha.hardswish(x), and torch.ops.hardact.hardswish(x) beside them;
+  - module: nn.Hardswish()(x) against ha.HardSwish()(x);
+  - in place: F.hardswish(y, inplace=True) against ha.hardswish(y, inplace=True) on a non-leaf y
+    (with an input requiring grad, y = x * 1 is made in the timed loop for both: in-place on a
+    leaf that requires grad is an error).
+A run times --calls calls of one implementation with the host clock, the GPU kept busy by the calls
+themselves (the tensor is small enough that the GPU keeps up, so the loop measures the host); the
+implementations of a case take turns run by run, the order reversed every other run. Printed: the
+median microseconds per call and the ratio hardact / PyTorch per run (median, min-max); <= 1.25
+is the target. Every output is checked bit for bit against PyTorch's once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from checklib import describe_gpu, import_package, mismatch_report
+
+ha = import_package()
+ops = torch.ops.hardact
+
+OPS = {
+    # name: (F.*, ha.*, torch.ops.hardact.*, nn module, hardact module)
+    "hardswish": (F.hardswish, ha.hardswish, ops.hardswish, nn.Hardswish, ha.HardSwish),
+    "hardsigmoid": (F.hardsigmoid, ha.hardsigmoid, ops.hardsigmoid, nn.Hardsigmoid, ha.HardSigmoid),
+    "hardtanh": (F.hardtanh, ha.hardtanh, ops.hardtanh, nn.Hardtanh, ha.HardTanh),
+    "relu6": (F.relu6, ha.relu6, ops.relu6, nn.ReLU6, ha.ReLU6),
+}
+MODES = ("no_grad", "grad mode, input without grad", "input requires grad")
+
+
+def time_runs(functions: dict, calls: int, runs: int) -> dict[str, list[float]]:
+    """Microseconds per call of each function, run by run, the order reversed every other run."""
+    names = list(functions)
+    for function in functions.values():  # warm-up
+        for _ in range(50):
+            function()
+    torch.cuda.synchronize()
+    per_call = {name: [] for name in names}
+    for run in range(runs):
+        for name in names if run % 2 == 0 else names[::-1]:
+            function = functions[name]
+            torch.cuda.synchronize()
+            start = time.perf_counter_ns()
+            for _ in range(calls):
+                function()
+            per_call[name].append((time.perf_counter_ns() - start) / 1e3 / calls)
+            torch.cuda.synchronize()
+    return per_call
+
+
+def cases(name: str, x: torch.Tensor, mode: str):
+    """(form, {implementation: zero-argument callable}, (hardact's, PyTorch's) for the bit check)."""
+    f_fn, ha_fn, op_fn, nn_module, ha_module = OPS[name]
+    nn_instance, ha_instance = nn_module(), ha_module()
+    nn_inplace, ha_inplace = nn_module(inplace=True), ha_module(inplace=True)
+    if mode == "input requires grad":
+        source = x.detach().clone().requires_grad_()
+        fresh = lambda: source * 1.0  # noqa: E731  (a non-leaf for the in-place forms)
+        x = source
+    else:
+        scratch = x.detach().clone()
+        fresh = lambda: scratch  # noqa: E731  (in place again and again: the values saturate, the cost does not change)
+    yield ("function", {"PyTorch": lambda: f_fn(x), "hardact": lambda: ha_fn(x), "torch.ops": lambda: op_fn(x)},
+           (lambda: ha_fn(x), lambda: f_fn(x)))
+    yield ("module", {"PyTorch": lambda: nn_instance(x), "hardact": lambda: ha_instance(x)},
+           (lambda: ha_instance(x), lambda: nn_instance(x)))
+    yield ("in place", {"PyTorch": lambda: nn_inplace(fresh()), "hardact": lambda: ha_inplace(fresh())},
+           (lambda: ha_inplace(x * 1.0), lambda: nn_inplace(x * 1.0)))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shape", default="64,16,28,28")
+    parser.add_argument("--dtypes", default="float32,bfloat16")
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("no CUDA GPU visible to PyTorch: nothing was run")
+        return 2
+    shape = tuple(int(n) for n in args.shape.split(","))
+    print(describe_gpu())
+    print(f"PyTorch {torch.__version__}; shape {shape}; {args.runs} runs of {args.calls} calls; "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print("| op, dtype | grad mode | form | PyTorch µs/call | hardact µs/call | ratio hardact / PyTorch (min-max) "
+          "| torch.ops.hardact µs/call |")
+    print("|---|---|---|---|---|---|---|")
+    mismatches, worst = 0, 0.0
+    generator = torch.Generator(device="cuda").manual_seed(7)
+    for dtype in (getattr(torch, d) for d in args.dtypes.split(",")):
+        x = (torch.randn(shape, device="cuda", generator=generator) * 4).to(dtype)
+        for name in OPS:
+            for mode in MODES:
+                grad_context = torch.no_grad() if mode == "no_grad" else contextlib.nullcontext()
+                with grad_context:
+                    for form, functions, (ours, theirs) in cases(name, x, mode):
+                        report = mismatch_report(ours().detach(), theirs().detach())
+                        mismatches += bool(report)
+                        per_call = time_runs(functions, args.calls, args.runs)
+                        ratios = [a / b for a, b in zip(per_call["hardact"], per_call["PyTorch"])]
+                        ratio = statistics.median(ratios)
+                        worst = max(worst, ratio)
+                        ops_column = (f"{statistics.median(per_call['torch.ops']):.2f}" if "torch.ops" in per_call
+                                      else "")
+                        print(f"| {name}, {str(dtype).replace('torch.', '')} | {mode} | {form} | "
+                              f"{statistics.median(per_call['PyTorch']):.2f} | {statistics.median(per_call['hardact']):.2f} "
+                              f"| **{ratio:.3f}** ({min(ratios):.3f}-{max(ratios):.3f}) | {ops_column} |"
+                              + (f" MISMATCH {report}" if report else ""), flush=True)
+    print(f"largest median ratio hardact / PyTorch: {worst:.3f} (target <= 1.25); output mismatches: {mismatches}")
+    return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

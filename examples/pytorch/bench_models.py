@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Real networks with hardact_torch's activation modules against the same networks with torch.nn's.
+
+    python3 examples/pytorch/bench_models.py                      # every model, eager; compiled for the first
+    python3 examples/pytorch/bench_models.py --models mobilenetv3_large_100 --compiled all --reps 21
+
+Each model (timm or torchvision, random weights: nothing is downloaded) is built once, put in eval
+mode and channels_last, and copied; `hardact_torch.replace_activations` swaps every nn.Hardswish,
+nn.Hardsigmoid, nn.ReLU6 and nn.Hardtanh of the copy (timm builds them with inplace=True). For each
+dtype (float32, bfloat16), in eager mode and under torch.compile(fullgraph=True):
+  - the outputs of one forward are compared bit for bit (eval);
+  - wall time per forward: each rep runs --iters forwards of one model between two synchronisations,
+    the two models taking turns, torch.nn's first in even reps and hardact's first in odd reps;
+    printed are the medians for each order, and the ratio torch.nn / hardact (>= 1: hardact faster)
+    per rep with its median and min-max;
+  - beside it, the GPU profile of one forward of each (torch.profiler: kernels, and their summed
+    time), so the wall time can be read against the GPU work;
+  - compiled runs fail on a recompilation after warm-up (torch._dynamo error_on_recompile).
+Then one training step per model (train mode, float32, cudnn deterministic): every parameter's
+gradient compared bit for bit, with the in-place activation modules differentiated by hardact.
+
+Models whose library (timm, torchvision) is missing are skipped with the reason. Exit status: 0 all
+comparisons passed, 1 a difference, 2 no GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import sys
+import time
+
+import torch
+from torch import nn
+
+from checklib import describe_gpu, import_package, mismatch_report
+
+ha = import_package()
+
+TIMM_MODELS = ("mobilenetv3_large_100", "mobilenetv3_small_100", "lcnet_100")
+TORCHVISION_MODELS = ("mobilenet_v3_large",)
+ACTIVATION_NAMES = {"Hardswish", "Hardsigmoid", "ReLU6", "Hardtanh", "HardSwish", "HardSigmoid", "HardTanh"}
+
+
+def build(name: str) -> nn.Module:
+    """A model with random weights; ImportError when its library is missing."""
+    torch.manual_seed(0)
+    if name in TORCHVISION_MODELS:
+        import torchvision
+        return getattr(torchvision.models, name)(weights=None)
+    import timm
+    return timm.create_model(name, pretrained=False)
+
+
+def activation_counts(model: nn.Module) -> tuple[int, int]:
+    """(hardact activation modules, other modules that look like one of the four activations)."""
+    ours = sum(1 for m in model.modules() if type(m).__module__.startswith("hardact_torch"))
+    others = sum(1 for m in model.modules()
+                 if type(m).__name__ in ACTIVATION_NAMES and not type(m).__module__.startswith("hardact_torch"))
+    return ours, others
+
+
+def time_pair(models: dict, x: torch.Tensor, reps: int, iters: int) -> dict[str, list[float]]:
+    """Milliseconds per forward of each model, rep by rep, the order alternating."""
+    names = list(models)
+    times = {name: [] for name in names}
+    for rep in range(reps):
+        for name in names if rep % 2 == 0 else names[::-1]:
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(iters):
+                models[name](x)
+            torch.cuda.synchronize()
+            times[name].append((time.perf_counter() - start) * 1e3 / iters)
+    return times
+
+
+def gpu_profile(model, x: torch.Tensor) -> tuple[float, int]:
+    """(ms of GPU kernel time, kernel count) for one forward."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        model(x)
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return sum(e.device_time_total for e in kernels) / 1e3, len(kernels)
+
+
+def row(label: str, times: dict[str, list[float]], profiles: dict) -> str:
+    nn_times, ha_times = times["torch.nn"], times["hardact"]
+    ratios = [a / b for a, b in zip(nn_times, ha_times)]
+    even = [r for i, r in enumerate(ratios) if i % 2 == 0]
+    odd = [r for i, r in enumerate(ratios) if i % 2 == 1]
+    return (f"| {label} | {statistics.median(nn_times):.3f} | {statistics.median(ha_times):.3f} | "
+            f"**{statistics.median(ratios):.3f}** ({statistics.median(even):.3f} / {statistics.median(odd):.3f}; "
+            f"{min(ratios):.3f}-{max(ratios):.3f}) | "
+            f"{profiles['torch.nn'][0]:.3f} ms, {profiles['torch.nn'][1]} | "
+            f"{profiles['hardact'][0]:.3f} ms, {profiles['hardact'][1]} |")
+
+
+def check_training(name: str, base: nn.Module, failures: list) -> str:
+    """One training step of each; '' when every parameter gradient is bit-identical."""
+    torch.backends.cudnn.deterministic = True
+    theirs = copy.deepcopy(base).float().train()
+    ours = copy.deepcopy(base).float().train()
+    ha.replace_activations(ours)
+    generator = torch.Generator(device="cuda").manual_seed(5)
+    x = torch.randn(16, 3, 224, 224, device="cuda", generator=generator).to(memory_format=torch.channels_last)
+    for model in (theirs, ours):
+        out = model(x)
+        (out.float() * torch.linspace(-1, 1, out.shape[-1], device="cuda")).sum().backward()
+    differing = []
+    for (parameter_name, p_theirs), p_ours in zip(theirs.named_parameters(), ours.parameters()):
+        report = mismatch_report(p_ours.grad, p_theirs.grad)
+        if report:
+            differing.append(f"{parameter_name}: {report}")
+    torch.backends.cudnn.deterministic = False
+    if differing:
+        failures.append(f"{name} training step: {differing[0]}")
+        return f"{len(differing)} of {len(list(ours.parameters()))} gradients differ"
+    return f"all {len(list(ours.parameters()))} parameter gradients bit-identical"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default=",".join(TIMM_MODELS + TORCHVISION_MODELS))
+    parser.add_argument("--compiled", default="mobilenetv3_large_100",
+                        help="models also timed under torch.compile: a comma list, 'all' or 'none'")
+    parser.add_argument("--dtypes", default="float32,bfloat16")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--reps", type=int, default=15)
+    parser.add_argument("--iters", type=int, default=10, help="forwards per timing")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("no CUDA GPU visible to PyTorch: nothing was run")
+        return 2
+    print(describe_gpu())
+    print(f"PyTorch {torch.__version__}; batch {args.batch}, 224x224, channels_last, eval; {args.reps} reps of "
+          f"{args.iters} forwards; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    names = [n for n in args.models.split(",") if n]
+    compiled = set(names if args.compiled == "all" else [] if args.compiled == "none" else args.compiled.split(","))
+    dtypes = [getattr(torch, d) for d in args.dtypes.split(",")]
+    failures: list[str] = []
+    table = ["| model, dtype, mode | torch.nn ms/forward | hardact ms/forward | ratio (even / odd reps; min-max) | "
+             "GPU: torch.nn (time, kernels) | GPU: hardact |", "|---|---|---|---|---|---|"]
+    training = []
+    for name in names:
+        try:
+            base = build(name).cuda().eval().to(memory_format=torch.channels_last)
+        except ImportError as error:
+            print(f"skipped {name}: {error}")
+            continue
+        swapped = copy.deepcopy(base)
+        replaced = ha.replace_activations(swapped)
+        ours_count, left = activation_counts(swapped)
+        print(f"{name}: {replaced} activation modules replaced, {left} left unreplaced")
+        if left:
+            failures.append(f"{name}: {left} activation modules were not replaced")
+        for dtype in dtypes:
+            x = torch.randn(args.batch, 3, 224, 224, device="cuda").to(dtype).to(memory_format=torch.channels_last)
+            eager = {"torch.nn": copy.deepcopy(base).to(dtype), "hardact": copy.deepcopy(swapped).to(dtype)}
+            modes = [("eager", eager)]
+            if name in compiled:
+                torch._dynamo.reset()
+                modes.append(("compiled", {k: torch.compile(m, fullgraph=True) for k, m in eager.items()}))
+            for mode, models in modes:
+                label = f"{name}, {str(dtype).replace('torch.', '')}, {mode}"
+                with torch.no_grad():
+                    outputs = {k: m(x) for k, m in models.items()}  # compiles, in compiled mode
+                    for _ in range(3):
+                        for m in models.values():
+                            m(x)
+                    report = mismatch_report(outputs["hardact"], outputs["torch.nn"])
+                    if report:
+                        failures.append(f"{label}: output {report}")
+                    with torch._dynamo.config.patch(error_on_recompile=True):
+                        times = time_pair(models, x, args.reps, args.iters)
+                        profiles = {k: gpu_profile(m, x) for k, m in models.items()}
+                line = row(label, times, profiles) + (" output bit-identical" if not report else " OUTPUT DIFFERS")
+                table.append(line)
+                print(line, flush=True)
+        training.append(f"- {name}: {check_training(name, base, failures)}")
+        print(training[-1], flush=True)
+    print("\n" + "\n".join(table))
+    print("\ntraining step (float32, train mode, batch 16):\n" + "\n".join(training))
+    for failure in failures:
+        print(f"FAIL {failure}")
+    print(f"bench_models: {'PASSED' if not failures else 'FAILED'} ({len(failures)} failures)")
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+// The Python module hardact_torch._C. Importing it runs the operator registrations (ops.cu,
+// autograd.cpp, checks.cu); its functions are the eager entry points of hardact_torch's functions
+// and modules.
+//
+// Why not torch.ops.hardact.*: that generic path matches the schema at run time and boxes the
+// arguments, several microseconds per call that a launch-bound network pays on every activation.
+// These functions do what PyTorch's generated bindings do for F.*: take the tensor straight from
+// the Python object, release the GIL, call the operator's dispatcher handle (so autograd, tensor
+// subclasses such as DTensor, and dispatch modes such as FakeTensorMode all still apply) and wrap
+// the result. __torch_function__ overrides are the Python caller's to handle, as in F.*.
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <Python.h>
+
+namespace {
+
+using at::Tensor;
+
+template <class Signature>
+c10::TypedOperatorHandle<Signature> find_op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+}
+
+/// Releases the GIL for the operator call, as PyTorch's bindings do; restored on every exit.
+class GilRelease {
+ public:
+  GilRelease() : state_(PyEval_SaveThread()) {}
+  ~GilRelease() { PyEval_RestoreThread(state_); }
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+
+ private:
+  PyThreadState* state_;
+};
+
+/// The tensor argument: a torch.Tensor (or subclass) on a CUDA device or the meta device (shape
+/// tracing, which runs the fake kernels). Anything else raises as the Python API documents.
+const Tensor& tensor_argument(const char* name, PyObject* object) {
+  if (!THPVariable_Check(object)) {
+    PyErr_Format(PyExc_TypeError, "hardact.%s: expected a torch.Tensor, got %s", name, Py_TYPE(object)->tp_name);
+    throw python_error();
+  }
+  const Tensor& x = THPVariable_Unpack(object);
+  if (!x.is_cuda() && !x.is_meta()) {
+    const std::string device = x.device().str();
+    PyErr_Format(PyExc_ValueError,
+                 "hardact.%s: expected a CUDA tensor, got one on %s; use torch.nn.functional.%s for other devices",
+                 name, device.c_str(), name);
+    throw python_error();
+  }
+  return x;
+}
+
+double float_argument(PyObject* object) {
+  const double value = PyFloat_AsDouble(object);
+  if (value == -1.0 && PyErr_Occurred()) throw python_error();
+  return value;
+}
+
+void expect_arguments(const char* name, Py_ssize_t given, Py_ssize_t expected) {
+  if (given != expected) {
+    PyErr_Format(PyExc_TypeError, "hardact._C.%s takes %zd arguments, got %zd", name, expected, given);
+    throw python_error();
+  }
+}
+
+// Each operator's handle, looked up on first use (the registrations have run by then).
+template <const char* Name>
+const c10::TypedOperatorHandle<Tensor(const Tensor&)>& unary_op() {
+  static const auto op = find_op<Tensor(const Tensor&)>(Name);
+  return op;
+}
+template <const char* Name>
+const c10::TypedOperatorHandle<void(const Tensor&)>& inplace_op() {
+  static const auto op = find_op<void(const Tensor&)>(Name);
+  return op;
+}
+
+constexpr char kHardsigmoid[] = "hardact::hardsigmoid";
+constexpr char kHardswish[] = "hardact::hardswish";
+constexpr char kRelu6[] = "hardact::relu6";
+constexpr char kHardsigmoidInplace[] = "hardact::hardsigmoid_";
+constexpr char kHardswishInplace[] = "hardact::hardswish_";
+constexpr char kRelu6Inplace[] = "hardact::relu6_";
+
+/// f(x) -> new tensor.
+template <const char* Op, const char* Name>
+PyObject* unary(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  expect_arguments(Name, nargs, 1);
+  const Tensor& x = tensor_argument(Name, args[0]);
+  Tensor out;
+  {
+    const GilRelease no_gil;
+    out = unary_op<Op>().call(x);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+/// f_(x) -> x, modified in place.
+template <const char* Op, const char* Name>
+PyObject* inplace(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  expect_arguments(Name, nargs, 1);
+  const Tensor& x = tensor_argument(Name, args[0]);
+  {
+    const GilRelease no_gil;
+    inplace_op<Op>().call(x);
+  }
+  Py_INCREF(args[0]);
+  return args[0];
+  END_HANDLE_TH_ERRORS
+}
+
+/// hardtanh(x, min_val, max_val) -> new tensor.
+PyObject* hardtanh(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  expect_arguments("hardtanh", nargs, 3);
+  const Tensor& x = tensor_argument("hardtanh", args[0]);
+  const double min_val = float_argument(args[1]), max_val = float_argument(args[2]);
+  static const auto op = find_op<Tensor(const Tensor&, double, double)>("hardact::hardtanh");
+  Tensor out;
+  {
+    const GilRelease no_gil;
+    out = op.call(x, min_val, max_val);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+/// hardtanh_(x, min_val, max_val) -> x, modified in place.
+PyObject* hardtanh_inplace(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  expect_arguments("hardtanh_", nargs, 3);
+  const Tensor& x = tensor_argument("hardtanh", args[0]);
+  const double min_val = float_argument(args[1]), max_val = float_argument(args[2]);
+  static const auto op = find_op<void(const Tensor&, double, double)>("hardact::hardtanh_");
+  {
+    const GilRelease no_gil;
+    op.call(x, min_val, max_val);
+  }
+  Py_INCREF(args[0]);
+  return args[0];
+  END_HANDLE_TH_ERRORS
+}
+
+constexpr char kHardsigmoidName[] = "hardsigmoid";
+constexpr char kHardswishName[] = "hardswish";
+constexpr char kRelu6Name[] = "relu6";
+
+template <class Function>
+PyMethodDef fastcall(const char* name, Function function, const char* doc) {
+  return {name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(function)), METH_FASTCALL, doc};
+}
+
+PyMethodDef methods[] = {
+    fastcall("hardsigmoid", unary<kHardsigmoid, kHardsigmoidName>, "hardsigmoid(x) -> Tensor"),
+    fastcall("hardswish", unary<kHardswish, kHardswishName>, "hardswish(x) -> Tensor"),
+    fastcall("relu6", unary<kRelu6, kRelu6Name>, "relu6(x) -> Tensor"),
+    fastcall("hardtanh", hardtanh, "hardtanh(x, min_val, max_val) -> Tensor"),
+    fastcall("hardsigmoid_", inplace<kHardsigmoidInplace, kHardsigmoidName>, "hardsigmoid_(x) -> x"),
+    fastcall("hardswish_", inplace<kHardswishInplace, kHardswishName>, "hardswish_(x) -> x"),
+    fastcall("relu6_", inplace<kRelu6Inplace, kRelu6Name>, "relu6_(x) -> x"),
+    fastcall("hardtanh_", hardtanh_inplace, "hardtanh_(x, min_val, max_val) -> x"),
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace
+
+extern "C" PyObject* PyInit__C(void) {
+  static PyModuleDef module = {PyModuleDef_HEAD_INIT,
+                               "_C",
+                               "hardact operators (registered as torch.ops.hardact) and their eager entry points",
+                               -1,
+                               methods};
+  return PyModule_Create(&module);
+}
