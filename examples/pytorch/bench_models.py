@@ -13,8 +13,8 @@ dtype (float32, bfloat16), in eager mode and under torch.compile(fullgraph=True)
     the two models taking turns, torch.nn's first in even reps and hardact's first in odd reps;
     printed are the medians for each order, and the ratio torch.nn / hardact (>= 1: hardact faster)
     per rep with its median and min-max;
-  - beside it, the GPU profile of one forward of each (torch.profiler: kernels, and their summed
-    time), so the wall time can be read against the GPU work;
+  - beside it, the GPU profile of one forward of each (torch.profiler: kernels and their summed
+    time, and the same for the activation kernels), so the wall time can be read against the GPU work;
   - compiled runs fail on a recompilation after warm-up (torch._dynamo error_on_recompile).
 Then one training step per model (train mode, float32, cudnn deterministic): every parameter's
 gradient compared bit for bit, with the in-place activation modules differentiated by hardact.
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import re
 import statistics
 import sys
 import time
@@ -76,14 +77,21 @@ def time_pair(models: dict, x: torch.Tensor, reps: int, iters: int) -> dict[str,
     return times
 
 
-def gpu_profile(model, x: torch.Tensor) -> tuple[float, int]:
-    """(ms of GPU kernel time, kernel count) for one forward."""
+ACTIVATION_KERNEL = re.compile(r"hardswish|hardsigmoid|hardtanh|relu6|clamp|transform_kernel", re.IGNORECASE)
+
+
+def gpu_profile(model, x: torch.Tensor) -> tuple[float, int, float, int]:
+    """For one forward: ms of GPU kernel time, kernel count, and the same for the activation
+    kernels alone (hardact's transform kernels, PyTorch's activation and clamp kernels; under
+    torch.compile the activations are fused into Inductor's kernels and not counted)."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         model(x)
         torch.cuda.synchronize()
     kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    return sum(e.device_time_total for e in kernels) / 1e3, len(kernels)
+    activations = [e for e in kernels if ACTIVATION_KERNEL.search(e.name)]
+    return (sum(e.device_time_total for e in kernels) / 1e3, len(kernels),
+            sum(e.device_time_total for e in activations) / 1e3, len(activations))
 
 
 def row(label: str, times: dict[str, list[float]], profiles: dict) -> str:
@@ -94,8 +102,9 @@ def row(label: str, times: dict[str, list[float]], profiles: dict) -> str:
     return (f"| {label} | {statistics.median(nn_times):.3f} | {statistics.median(ha_times):.3f} | "
             f"**{statistics.median(ratios):.3f}** ({statistics.median(even):.3f} / {statistics.median(odd):.3f}; "
             f"{min(ratios):.3f}-{max(ratios):.3f}) | "
-            f"{profiles['torch.nn'][0]:.3f} ms, {profiles['torch.nn'][1]} | "
-            f"{profiles['hardact'][0]:.3f} ms, {profiles['hardact'][1]} |")
+            f"{profiles['torch.nn'][0]:.3f} ms, {profiles['torch.nn'][1]} ({profiles['torch.nn'][2]:.3f} ms, "
+            f"{profiles['torch.nn'][3]}) | {profiles['hardact'][0]:.3f} ms, {profiles['hardact'][1]} "
+            f"({profiles['hardact'][2]:.3f} ms, {profiles['hardact'][3]}) |")
 
 
 def check_training(name: str, base: nn.Module, failures: list) -> str:
@@ -129,7 +138,7 @@ def main() -> int:
                         help="models also timed under torch.compile: a comma list, 'all' or 'none'")
     parser.add_argument("--dtypes", default="float32,bfloat16")
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--reps", type=int, default=21)
+    parser.add_argument("--reps", type=int, default=31)
     parser.add_argument("--iters", type=int, default=10, help="forwards per timing")
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -143,7 +152,7 @@ def main() -> int:
     dtypes = [getattr(torch, d) for d in args.dtypes.split(",")]
     failures: list[str] = []
     table = ["| model, dtype, mode | torch.nn ms/forward | hardact ms/forward | ratio (even / odd reps; min-max) | "
-             "GPU: torch.nn (time, kernels) | GPU: hardact |", "|---|---|---|---|---|---|"]
+             "GPU: torch.nn (time, kernels; activation kernels) | GPU: hardact |", "|---|---|---|---|---|---|"]
     training = []
     for name in names:
         try:
