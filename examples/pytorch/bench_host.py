@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import statistics
 import sys
 import time
@@ -55,15 +56,20 @@ def time_runs(functions: dict, calls: int, runs: int) -> dict[str, list[float]]:
             function()
     torch.cuda.synchronize()
     per_call = {name: [] for name in names}
-    for run in range(runs):
-        for name in names if run % 2 == 0 else names[::-1]:
-            function = functions[name]
-            torch.cuda.synchronize()
-            start = time.perf_counter_ns()
-            for _ in range(calls):
-                function()
-            per_call[name].append((time.perf_counter_ns() - start) / 1e3 / calls)
-            torch.cuda.synchronize()
+    gc.collect()
+    gc.disable()  # its pauses would land on whichever implementation runs
+    try:
+        for run in range(runs):
+            for name in names if run % 2 == 0 else names[::-1]:
+                function = functions[name]
+                torch.cuda.synchronize()
+                start = time.perf_counter_ns()
+                for _ in range(calls):
+                    function()
+                per_call[name].append((time.perf_counter_ns() - start) / 1e3 / calls)
+                torch.cuda.synchronize()
+    finally:
+        gc.enable()
     return per_call
 
 

@@ -11,8 +11,8 @@ dtype (float32, bfloat16), in eager mode and under torch.compile(fullgraph=True)
   - the outputs of one forward are compared bit for bit (eval);
   - wall time per forward: each rep runs --iters forwards of one model between two synchronisations,
     the two models taking turns, torch.nn's first in even reps and hardact's first in odd reps;
-    printed are the medians for each order, and the ratio torch.nn / hardact (>= 1: hardact faster)
-    per rep with its median and min-max;
+    printed are the medians per model, and the ratio torch.nn / hardact (>= 1: hardact faster)
+    per rep: its median, the medians of the even and of the odd reps (the two orders), min-max;
   - beside it, the GPU profile of one forward of each (torch.profiler: kernels and their summed
     time, and the same for the activation kernels), so the wall time can be read against the GPU work;
   - compiled runs fail on a recompilation after warm-up (torch._dynamo error_on_recompile).
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import gc
 import re
 import statistics
 import sys
@@ -63,18 +64,35 @@ def activation_counts(model: nn.Module) -> tuple[int, int]:
 
 
 def time_pair(models: dict, x: torch.Tensor, reps: int, iters: int) -> dict[str, list[float]]:
-    """Milliseconds per forward of each model, rep by rep, the order alternating."""
+    """Milliseconds per forward of each model, rep by rep, the order alternating. Python's garbage
+    collector is paused while timing: its pauses land on whichever model runs, and were the
+    largest part of the spread between reps."""
     names = list(models)
     times = {name: [] for name in names}
-    for rep in range(reps):
-        for name in names if rep % 2 == 0 else names[::-1]:
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            for _ in range(iters):
-                models[name](x)
-            torch.cuda.synchronize()
-            times[name].append((time.perf_counter() - start) * 1e3 / iters)
+    gc.collect()
+    gc.disable()
+    try:
+        for rep in range(reps):
+            for name in names if rep % 2 == 0 else names[::-1]:
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+                for _ in range(iters):
+                    models[name](x)
+                torch.cuda.synchronize()
+                times[name].append((time.perf_counter() - start) * 1e3 / iters)
+    finally:
+        gc.enable()
     return times
+
+
+def stop_compile_workers() -> None:
+    """Inductor's pool of compile processes stays alive after compiling; stopped before timing so that
+    it takes no CPU from the timed host work."""
+    try:
+        from torch._inductor.async_compile import shutdown_compile_workers
+    except ImportError:
+        return
+    shutdown_compile_workers()
 
 
 ACTIVATION_KERNEL = re.compile(r"hardswish|hardsigmoid|hardtanh|relu6|clamp|transform_kernel", re.IGNORECASE)
@@ -177,6 +195,8 @@ def main() -> int:
                 label = f"{name}, {str(dtype).replace('torch.', '')}, {mode}"
                 with torch.no_grad():
                     outputs = {k: m(x) for k, m in models.items()}  # compiles, in compiled mode
+                    if mode == "compiled":
+                        stop_compile_workers()
                     for _ in range(3):
                         for m in models.values():
                             m(x)
