@@ -1,7 +1,8 @@
 # Run by ctest (via the TEST_INCLUDE_FILES hardact_discover_tests registers): lists the GoogleTest
 # cases of one executable and adds each as its own test, named PREFIX + Suite.Case exactly as
 # --gtest_filter spells it (typed and parameterized suites keep their "/float" or "/0"), so
-# `ctest -R` takes the same names as the test program. Inputs: executable, prefix, properties.
+# `ctest -R` takes the same names as the test program. Inputs: executable, prefix, properties, and
+# serial_cases: a regular expression; the Suite.Case names it matches are RUN_SERIAL.
 # Listing happens whenever ctest reads the test list (a few milliseconds per executable), so the
 # entries always match the program that will run.
 if(NOT EXISTS "${executable}")
@@ -29,6 +30,9 @@ foreach(line IN LISTS lines)
     set(name "${suite}.${CMAKE_MATCH_1}")
     add_test("${prefix}${name}" "${executable}" "--gtest_filter=${name}")
     set_tests_properties("${prefix}${name}" PROPERTIES ${properties})
+    if(NOT serial_cases STREQUAL "" AND name MATCHES "${serial_cases}")
+      set_tests_properties("${prefix}${name}" PROPERTIES RUN_SERIAL TRUE)
+    endif()
     math(EXPR count "${count} + 1")
   elseif(line MATCHES "^([^ ]+)\\.$")
     set(suite "${CMAKE_MATCH_1}")

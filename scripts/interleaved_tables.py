@@ -2,23 +2,25 @@
 """Tables and plots from hardact_bench's interleaved mode (--hardact_mode=interleaved, the default).
 
     scripts/interleaved_tables.py bench.json [more.json ...] --out DIR [--title TEXT]
-    scripts/interleaved_tables.py --cards H100=h100.json H200=h200.json --out DIR
+    scripts/interleaved_tables.py --cards H100=h100.json H200=h200.json --out DIR [--cards-file NAME]
 
-Each interleaved benchmark is one case, named <op>/<dtype>/interleaved/<placement>/<alignment>/n:<n>
-[/calls:<k>], with counters per contender C: C_x_copy (median over reps of the copy's time over
-C's time in the same rep), C_x_copy_fwd / C_x_copy_rev (the same over each order's reps),
-C_x_copy_q1 / C_x_copy_q3 (quartiles), C_GBps, C_us. Files given later override earlier ones for
-the same case.
+JSON files may be gzipped (as kept in docs/performance/data). Each interleaved benchmark is one
+case, named <op>/<dtype>/interleaved/<placement>/<alignment>/n:<n>[/calls:<k>], with counters per
+contender C: C_x_copy (median over reps of the copy's time over C's time in the same rep),
+C_x_copy_fwd / C_x_copy_rev (the same over each order's reps), C_x_copy_q1 / C_x_copy_q3
+(quartiles), C_GBps, C_us. Files given later override earlier ones for the same case.
 
 Writes to DIR:
     interleaved_tables.md   reference rows (x copy as "median (forward / reverse) [q1-q3]"),
                             the size sweeps, and time per call for the launch-bound sizes
     sweep_<op>_<dtype>.png  x copy against elements, one line per contender, one panel per placement
-or, with --cards, cards.md: the reference rows of each card side by side, with whether hardact
-reaches 0.99 x copy and CUB - 0.3% on each.
+or, with --cards, cards.md (or --cards-file): the reference rows of each card side by side, with
+whether hardact reaches 0.99 x copy and CUB - 0.3% on each. Every table and plot names the GPU and
+the run's start time from the JSON's context, so a copy of it says what it measured.
 """
 
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -46,7 +48,7 @@ def parse(name):
 def load(paths):
     cases, contexts = {}, []
     for path in paths:
-        with open(path) as handle:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as handle:
             data = json.load(handle)
         contexts.append(data.get("context", {}))
         for row in data.get("benchmarks", []):
@@ -129,7 +131,7 @@ def launch_table(cases):
     return lines
 
 
-def plot(cases, out_dir):
+def plot(cases, out_dir, context):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -159,7 +161,7 @@ def plot(cases, out_dir):
             axis.set_xlabel("elements")
         axes[0].set_ylabel("× cudaMemcpy (paired median)")
         axes[0].legend()
-        figure.suptitle(f"{op} {dtype}")
+        figure.suptitle(f"{op} {dtype}: {describe_run(context)}")
         figure.tight_layout()
         path = os.path.join(out_dir, f"sweep_{op}_{dtype}.png")
         figure.savefig(path, dpi=90)
@@ -178,6 +180,10 @@ PLACEMENT_TEXT = {("out_of_place", "aligned"): "out of place", ("in_place", "ali
                   ("out_of_place", "relatively_misaligned"): "x+1 → y (relatively misaligned)"}
 
 
+def describe_run(context):
+    return f"{context.get('gpu', '?')}, run {context.get('date', '?')}"
+
+
 def two_card_table(cards, floor=0.99, tolerance=0.003):
     """Reference rows of several cards side by side, with whether hardact reaches `floor` x copy and
     CUB - `tolerance` on each: cards is [(label, cases)]."""
@@ -193,13 +199,15 @@ def two_card_table(cards, floor=0.99, tolerance=0.003):
         h, c = row["hardact_x_copy"], row.get("cub_x_copy", 0)
         return ("✓" if h >= floor else "✗") + ("✓" if h >= c - tolerance else "✗")
 
-    header = "| case | " + " | ".join(f"{label} hardact | {label} CUB" for label, _ in cards) + \
-             f" | ≥{floor} / ≥CUB−{tolerance * 100:.1f}%: " + ", ".join(label for label, _ in cards) + " |"
-    lines = [header, "|---" * (2 + 2 * len(cards)) + "|"]
+    header = "| case | " + " | ".join(f"{label} hardact | {label} CUB" for label, _, _ in cards) + \
+             f" | ≥{floor} / ≥CUB−{tolerance * 100:.1f}%: " + ", ".join(label for label, _, _ in cards) + " |"
+    lines = [f"- {label}: {describe_run(context)}, sweep {context.get('hardact_sweep', '?')}, "
+             f"{context.get('hardact_reps', '?')} reps" for label, _, context in cards]
+    lines += ["", header, "|---" * (2 + 2 * len(cards)) + "|"]
     for op, dtype in ROW_ORDER:
         for placement in PLACEMENT_ORDER:
             rows = []
-            for _, cases in cards:
+            for _, cases, _ in cards:
                 found = [v for k, v in cases.items()
                          if k[:4] == (op, dtype) + placement and is_reference(k)]
                 rows.append(found[0] if found else None)
@@ -210,7 +218,7 @@ def two_card_table(cards, floor=0.99, tolerance=0.003):
                          " | " + ", ".join(marks(r) for r in rows) + " |")
     for dtype in ("float", "bfloat16", "half", "double"):
         spans = []
-        for _, cases in cards:
+        for _, cases, _ in cards:
             launch = [v for k, v in cases.items() if k[5] > 1 and k[1] == dtype and k[0] == "hardsigmoid"]
             for contender in ("hardact", "cub"):
                 times = [r[f"{contender}_us"] for r in launch if f"{contender}_us" in r]
@@ -227,16 +235,18 @@ def main():
     parser.add_argument("--title", default="hardact_bench, interleaved")
     parser.add_argument("--cards", nargs="+", metavar="LABEL=JSON",
                         help="instead: one side-by-side table of the reference rows of each card (cards.md)")
+    parser.add_argument("--cards-file", default="cards.md", help="file name of the --cards table in --out")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if args.cards:
         cards = []
         for spec in args.cards:
             label, path = spec.split("=", 1)
-            cards.append((label, load([path])[0]))
-        with open(os.path.join(args.out, "cards.md"), "w") as handle:
+            cases, contexts = load([path])
+            cards.append((label, cases, contexts[0]))
+        with open(os.path.join(args.out, args.cards_file), "w") as handle:
             handle.write("\n".join(two_card_table(cards)) + "\n")
-        print("wrote", os.path.join(args.out, "cards.md"))
+        print("wrote", os.path.join(args.out, args.cards_file))
         return 0
     if not args.json:
         parser.error("give bench JSON files, or --cards")
@@ -260,7 +270,7 @@ def main():
         lines += launch
     with open(os.path.join(args.out, "interleaved_tables.md"), "w") as handle:
         handle.write("\n".join(lines) + "\n")
-    for path in plot(cases, args.out):
+    for path in plot(cases, args.out, context):
         print("wrote", path)
     print("wrote", os.path.join(args.out, "interleaved_tables.md"))
     return 0
