@@ -101,7 +101,7 @@ ACTIVATION_KERNEL = re.compile(r"hardswish|hardsigmoid|hardtanh|relu6|clamp|tran
 def gpu_profile(model, x: torch.Tensor) -> tuple[float, int, float, int]:
     """For one forward: ms of GPU kernel time, kernel count, and the same for the activation
     kernels alone (hardact's transform kernels, PyTorch's activation and clamp kernels; under
-    torch.compile the activations are fused into Inductor's kernels and not counted)."""
+    torch.compile, Inductor's kernels whose names show a fused activation)."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         model(x)
