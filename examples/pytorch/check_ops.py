@@ -7,14 +7,16 @@ torch.compile(fullgraph=True), CUDA graph capture, tensor layouts and autograd r
 
 Without a GPU (meta tensors, which run the fake kernels): every schema and its CUDA, Autograd and
 fake kernels are registered; fake kernels give the sizes, strides and dtype of empty_like(x) for
-contiguous, transposed, offset and gapped inputs and raise the CUDA kernels' errors; a model using
-the ops compiles with fullgraph=True (no graph break) and its backward graph calls the hardact
-backward ops.
+contiguous, transposed, offset and gapped inputs and raise the CUDA kernels' errors; under
+torch.compile(fullgraph=True) (no graph break) a model with the modules traces to aten's
+activations, and one calling torch.ops.hardact.* to the hardact ops, backward ones included.
 With a GPU: torch.library.opcheck on every op (four dtypes, and an offset view and a transposed
 tensor in float32; the functional and backward forms with inputs requiring grad);
-torch.compile(fullgraph=True) with Inductor, forward and backward bit for bit against eager F.*;
-CUDA graph capture and replay; every layout against F.* bit for bit; the refusals (in place / out=
-under autograd, overlapping writes); gradients and second derivatives against torch.autograd.
+torch.compile(fullgraph=True) with Inductor, forward and backward bit for bit (the functions against
+compiled F.*, the ops against eager F.*); CUDA graph capture and replay; every layout against F.*
+bit for bit; the refusals (in place on a leaf requiring grad, out= under autograd, forward-mode AD,
+overlapping writes); gradients and second derivatives against torch.autograd, in place too (on
+tensors and views), and a training step with in-place modules.
 Also without a GPU: the DTensor sharding rules on a fake two-rank process group.
 
 Prints FAIL lines and ends with `N passed, M failed[, K skipped]`. Exit status: 0 no failure,
