@@ -3,6 +3,8 @@
 ///
 /// Layers, from the outside in:
 ///   transform.cuh                  launchers (cudaError_t, stream last)
+///   operand.cuh                    broadcast operands (bias, per-channel scale/shift, gates)
+///   reduce.cuh                     channel_sum: per-channel sums (bias gradients), on CUB
 ///   checked.cuh                    the same launchers, refusing pointers the device cannot reach
 ///   dispatch/dispatch_transform    argument checks, vector width, alignment path, grid
 ///   dispatch/device_properties     per-device properties, cached
@@ -16,6 +18,8 @@
 
 #include <hardact/version.cuh>
 #include <hardact/numeric/conversions.cuh>
+#include <hardact/operand.cuh>
 #include <hardact/policies.cuh>
 #include <hardact/transform.cuh>
+#include <hardact/reduce.cuh>
 #include <hardact/checked.cuh>

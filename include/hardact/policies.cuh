@@ -5,6 +5,7 @@
 #include <hardact/policy/affine.cuh>
 #include <hardact/policy/backward.cuh>
 #include <hardact/policy/chain.cuh>
+#include <hardact/policy/fused.cuh>
 #include <hardact/policy/hard_sigmoid.cuh>
 #include <hardact/policy/hard_swish.cuh>
 #include <hardact/policy/hard_tanh.cuh>

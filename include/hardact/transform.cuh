@@ -3,11 +3,13 @@
 #pragma once
 
 #include <hardact/dispatch/dispatch_transform.cuh>
+#include <hardact/operand.cuh>
 #include <hardact/policies.cuh>
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <type_traits>
 
 namespace hardact {
 
@@ -27,7 +29,7 @@ namespace hardact {
 ///         the device query or launch returned. n == 0 returns cudaSuccess and launches nothing.
 template <int VecWidth = 0, class Op, class T>
 cudaError_t transform(Op op, const T* in, T* out, std::size_t n, cudaStream_t stream = nullptr) {
-  return detail::dispatch_transform<VecWidth>(op, n, stream, out, in);
+  return detail::dispatch_operands<VecWidth>(op, n, stream, out, in);
 }
 
 /// @brief Mixed types: out[i] = convert<TOut>(op(compute(in[i]))), rounding once from the compute
@@ -35,15 +37,44 @@ cudaError_t transform(Op op, const T* in, T* out, std::size_t n, cudaStream_t st
 ///        to fp8 saturate. Same contract as the one-type overload; in-place needs equal sizes.
 template <int VecWidth = 0, class Op, class TIn, class TOut>
 cudaError_t transform(Op op, const TIn* in, TOut* out, std::size_t n, cudaStream_t stream = nullptr) {
-  return detail::dispatch_transform<VecWidth>(op, n, stream, out, in);
+  return detail::dispatch_operands<VecWidth>(op, n, stream, out, in);
 }
 
-/// @brief Two inputs: out[i] = op(in_a[i], in_b[i]) (e.g. a backward policy with grad and x).
-///        Same contract; out may equal either input, inputs may overlap each other freely.
-template <int VecWidth = 0, class Op, class TA, class TB, class TOut>
-cudaError_t transform(Op op, const TA* in_a, const TB* in_b, TOut* out, std::size_t n,
-                      cudaStream_t stream = nullptr) {
-  return detail::dispatch_transform<VecWidth>(op, n, stream, out, in_a, in_b);
+/// @brief Two inputs: out[i] = op(a[i], b[i]) (e.g. a backward policy with grad and x, or
+///        `chain(Add{}, HardSwish{})` with x and a residual).
+///
+/// Each input is a device pointer to n elements or a hardact::Broadcast (operand.cuh), whose value
+/// for element i is values[(i / inner) % period]: `transform(chain(Add{}, HardSwish{}), x,
+/// per_channel(bias, columns), y, n)` is hardswish(x + bias) over a row-major [rows, columns]
+/// array. At least one input is full-length. The policy gets one value per input, in this order,
+/// in the output's type when every input has it, else in the common compute type (rounded once).
+/// Same contract as the one-input overload; out may equal a full-length input, full-length inputs
+/// may overlap each other freely. A broadcast also returns cudaErrorInvalidValue, nothing
+/// launched, for a null or misaligned `values`, `inner` or `period` 0, values inside the output,
+/// or n > 2^63.
+template <int VecWidth = 0, class Op, class A, class B, class TOut,
+          std::enable_if_t<detail::is_operand_v<A> && detail::is_operand_v<B>, int> = 0>
+cudaError_t transform(Op op, A a, B b, TOut* out, std::size_t n, cudaStream_t stream = nullptr) {
+  return detail::dispatch_operands<VecWidth>(op, n, stream, out, a, b);
+}
+
+/// @brief Three inputs, pointers or Broadcasts: out[i] = op(a[i], b[i], c[i]), e.g. a folded
+///        inference BatchNorm with its activation over NCHW,
+///        `transform(scale_shift_activation(HardSwish{}), x, per_channel(scale, C, H * W),
+///        per_channel(shift, C, H * W), y, n)`. Same contract as the two-input overload.
+template <int VecWidth = 0, class Op, class A, class B, class C, class TOut,
+          std::enable_if_t<detail::is_operand_v<A> && detail::is_operand_v<B> && detail::is_operand_v<C>, int> = 0>
+cudaError_t transform(Op op, A a, B b, C c, TOut* out, std::size_t n, cudaStream_t stream = nullptr) {
+  return detail::dispatch_operands<VecWidth>(op, n, stream, out, a, b, c);
+}
+
+/// @brief Four inputs, pointers or Broadcasts: out[i] = op(a[i], b[i], c[i], d[i]). Same contract.
+template <int VecWidth = 0, class Op, class A, class B, class C, class D, class TOut,
+          std::enable_if_t<detail::is_operand_v<A> && detail::is_operand_v<B> && detail::is_operand_v<C> &&
+                               detail::is_operand_v<D>,
+                           int> = 0>
+cudaError_t transform(Op op, A a, B b, C c, D d, TOut* out, std::size_t n, cudaStream_t stream = nullptr) {
+  return detail::dispatch_operands<VecWidth>(op, n, stream, out, a, b, c, d);
 }
 
 /// @brief PyTorch's F.hardsigmoid on n elements of float, double, __half or __nv_bfloat16.

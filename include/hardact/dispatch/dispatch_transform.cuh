@@ -8,12 +8,15 @@
 #include <hardact/dispatch/launch_shape.cuh>
 #include <hardact/kernel/direct_transform_kernel.cuh>
 #include <hardact/kernel/staged_transform_kernel.cuh>
+#include <hardact/operand.cuh>
 #include <hardact/policy/validity.cuh>
 #ifdef HARDACT_CHECK_POINTER_DEVICES  // opt-in pointer/device check, see pointer_check.cuh
 #include <hardact/dispatch/pointer_check.cuh>
 #endif
 
+#include <cuda/std/tuple>
 #include <cuda/std/type_traits>
+#include <cuda/std/utility>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -153,9 +156,9 @@ int widest_aligned_width(const T*... pointers) {
 }
 
 /// Cuts [0, n) into head, vectors and tail, sizes the grid and launches.
-template <int Width, class Op, class TOut, class... TIn>
+template <int Width, class Op, class Broadcasts, class TOut, class... TIn>
 cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, const DeviceProperties& device,
-                             cudaStream_t stream, TOut* out, const TIn*... in) {
+                             cudaStream_t stream, const Broadcasts& broadcasts, TOut* out, const TIn*... in) {
   constexpr int kThreads = kBlockThreads<TOut, TIn...>;
   constexpr int kPerThread = kVectorsPerThread<Width, TOut, TIn...>;
   constexpr std::size_t kTileVectors = static_cast<std::size_t>(kThreads) * kPerThread;
@@ -176,25 +179,28 @@ cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, cons
   config.blockDim = dim3(kThreads);
   config.dynamicSmemBytes = 0;
   config.stream = stream;
-  return cudaLaunchKernelEx(&config, direct_transform_kernel<kThreads, Width, kPerThread, Op, TOut, TIn...>, op, range,
-                            out, in...);
+  return cudaLaunchKernelEx(&config, direct_transform_kernel<kThreads, Width, kPerThread, Op, Broadcasts, TOut, TIn...>,
+                            op, range, broadcasts, out, in...);
 }
 
 /// Tries `Width`, then narrower widths, until one lets every pointer be vector-aligned after a
 /// common head. Width 1 always succeeds.
-template <int Width, class Op, class TOut, class... TIn>
+template <int Width, class Op, class Broadcasts, class TOut, class... TIn>
 cudaError_t launch_widest_aligned(const Op& op, std::size_t n, const DeviceProperties& device, cudaStream_t stream,
-                                  TOut* out, const TIn*... in) {
+                                  const Broadcasts& broadcasts, TOut* out, const TIn*... in) {
   if constexpr (Width == 1) {
     // Any head is valid for single elements; whole lines still save sectors (measured: x + 1 at
     // width 1 ran at 0.86 of the copy rate without it), so line up every pointer, or the output.
     int head = common_head<LineAlignment>(static_cast<const TOut*>(out), in...);
     if (head < 0) head = head_to_alignment<LineAlignment>(static_cast<const TOut*>(out));
-    return launch_transform<1>(op, n, head < 0 ? 0 : static_cast<std::size_t>(head), device, stream, out, in...);
+    return launch_transform<1>(op, n, head < 0 ? 0 : static_cast<std::size_t>(head), device, stream, broadcasts, out,
+                               in...);
   } else {
     const int head = aligned_head<Width>(static_cast<const TOut*>(out), in...);
-    if (head >= 0) return launch_transform<Width>(op, n, static_cast<std::size_t>(head), device, stream, out, in...);
-    return launch_widest_aligned<Width / 2>(op, n, device, stream, out, in...);
+    if (head >= 0) {
+      return launch_transform<Width>(op, n, static_cast<std::size_t>(head), device, stream, broadcasts, out, in...);
+    }
+    return launch_widest_aligned<Width / 2>(op, n, device, stream, broadcasts, out, in...);
   }
 }
 
@@ -243,9 +249,10 @@ StagedRange staged_range(std::size_t n, const TOut* out, const TIn*... in) {
 /// one-tile form) when the shape asks for one tile and one stage per block and the grid can hold
 /// every tile; otherwise the ring form, as a grid of blocks of `tiles_per_block` tiles each, or a
 /// persistent grid of as many blocks as the shape keeps resident.
-template <int UnitsPerThread, StagedCaching Caching, int RequestedBlockThreads = 0, class Op, class TOut, class... TIn>
+template <int UnitsPerThread, StagedCaching Caching, int RequestedBlockThreads = 0, class Op, class Broadcasts,
+          class TOut, class... TIn>
 cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape, const DeviceProperties& device,
-                          cudaStream_t stream, TOut* out, const TIn*... in) {
+                          cudaStream_t stream, const Broadcasts& broadcasts, TOut* out, const TIn*... in) {
   // 0 asks for the rule's block size (launch_shape.cuh); the tuning harness passes others.
   constexpr int BlockThreads = RequestedBlockThreads > 0 ? RequestedBlockThreads : kStagedBlockThreads<TOut, TIn...>;
   using Tile = StagedTile<BlockThreads, UnitsPerThread, TOut, TIn...>;
@@ -258,8 +265,9 @@ cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape,
   if (shape.tiles_per_block == 1 && shape.stages == 1 && range.num_tiles <= max_blocks) {
     config.gridDim = dim3(static_cast<unsigned int>(std::max<std::size_t>(range.num_tiles, 1)));  // block 0 does the ends
     return cudaLaunchKernelEx(
-        &config, staged_transform_kernel<BlockThreads, UnitsPerThread, StagedLoop::one_tile, Caching, Op, TOut, TIn...>,
-        op, range, shape.stages, out, in...);
+        &config,
+        staged_transform_kernel<BlockThreads, UnitsPerThread, StagedLoop::one_tile, Caching, Op, Broadcasts, TOut, TIn...>,
+        op, range, shape.stages, broadcasts, out, in...);
   }
   std::size_t blocks = 0;
   if (shape.tiles_per_block > 0) {
@@ -273,16 +281,20 @@ cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape,
   if (blocks == 0) blocks = 1;            // block 0 still does the scalar ends
   config.gridDim = dim3(static_cast<unsigned int>(blocks));
   return cudaLaunchKernelEx(
-      &config, staged_transform_kernel<BlockThreads, UnitsPerThread, StagedLoop::ring, Caching, Op, TOut, TIn...>,
-      op, range, shape.stages, out, in...);
+      &config,
+      staged_transform_kernel<BlockThreads, UnitsPerThread, StagedLoop::ring, Caching, Op, Broadcasts, TOut, TIn...>, op,
+      range, shape.stages, broadcasts, out, in...);
 }
 
 /// The whole launch contract: validate, then launch once on `stream`. Returns
 /// cudaErrorInvalidValue, without touching the device, for an invalid policy, a null or
 /// misaligned pointer, or an unsafe overlap; n == 0 is a no-op that makes no CUDA call.
-template <int RequestedWidth, class Op, class TOut, class... TIn>
-cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream, TOut* out, const TIn*... in) {
-  static_assert(sizeof...(TIn) >= 1, "hardact: transform needs at least one input");
+/// `broadcasts` (DeviceBroadcasts, validated by dispatch_operands) add their values after the
+/// full-length inputs' in each call to `op`.
+template <int RequestedWidth, class Op, class Broadcasts, class TOut, class... TIn>
+cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts,
+                               TOut* out, const TIn*... in) {
+  static_assert(sizeof...(TIn) >= 1, "hardact: transform needs at least one full-length input");
   static_assert(!cuda::std::is_const_v<TOut>, "hardact: the output pointer must not point to const");
   static_assert(cuda::std::is_trivially_copyable_v<TOut> && (cuda::std::is_trivially_copyable_v<TIn> && ...),
                 "hardact: element types must be trivially copyable");
@@ -308,18 +320,89 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
         static_cast<std::size_t>(widest_aligned_width<kWidth>(static_cast<const TOut*>(out), in...)) *
         kMinElementSize<TOut, TIn...>;
     if (staged_path_wanted(device, bytes, direct)) {
+      constexpr StagedCaching kCaching = kStagedCaching<TOut, TIn...>;
       const StagedShape shape =
-          staged_shape<TOut, TIn...>(device, staged_residency<kStagedCaching<TOut, TIn...>, Op, TOut, TIn...>(device));
+          staged_shape<TOut, TIn...>(device, staged_residency<kCaching, Op, Broadcasts, TOut, TIn...>(device));
       if (choose_path(device, bytes, direct, shape) == TransformPath::staged) {
         static_assert(kStagedMaxUnitsPerThread == 2, "hardact: dispatch one instantiation per unit count");
         if (shape.units_per_thread == 2) {
-          return launch_staged<2, kStagedCaching<TOut, TIn...>>(op, n, shape, device, stream, out, in...);
+          return launch_staged<2, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
         }
-        return launch_staged<1, kStagedCaching<TOut, TIn...>>(op, n, shape, device, stream, out, in...);
+        return launch_staged<1, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
       }
     }
   }
-  return launch_widest_aligned<kWidth>(op, n, device, stream, out, in...);
+  return launch_widest_aligned<kWidth>(op, n, device, stream, broadcasts, out, in...);
+}
+
+/// A broadcast operand the kernels can use for a call of n elements writing `out`: non-null and
+/// aligned values, period values readable, inner and period at least 1, and no value inside the
+/// output (it would change while being read).
+template <class T, class TOut>
+bool is_usable_broadcast(const Broadcast<T>& b, std::size_t n, const TOut* out) {
+  if (b.inner == 0 || b.period == 0 || !is_usable_range(b.values, b.period)) return false;
+  const std::uintptr_t values_begin = address_of(b.values), values_end = values_begin + b.period * sizeof(T);
+  const std::uintptr_t out_begin = address_of(out), out_end = out_begin + n * sizeof(TOut);
+  return !(values_begin < out_end && out_begin < values_end);
+}
+
+template <class T>
+const T* full_operand(const T* pointer) {
+  return pointer;
+}
+
+/// Which operand of a call is which: full-length pointers and broadcasts, positions in the order
+/// the user gave them.
+template <class... Operand>
+struct OperandSplit {
+  static constexpr bool kIsBroadcast[] = {is_broadcast<Operand>::value...};
+  static constexpr std::size_t kBroadcasts = (std::size_t{0} + ... + (is_broadcast<Operand>::value ? 1 : 0));
+  static constexpr std::size_t kFull = sizeof...(Operand) - kBroadcasts;
+  /// The position of the k-th operand that is (or is not) a broadcast.
+  static constexpr std::size_t position(std::size_t k, bool broadcast) {
+    for (std::size_t i = 0; i < sizeof...(Operand); ++i) {
+      if (kIsBroadcast[i] == broadcast && k-- == 0) return i;
+    }
+    return sizeof...(Operand);
+  }
+};
+
+template <int RequestedWidth, class Op, class TOut, class... Operand, std::size_t... F, std::size_t... B>
+cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, TOut* out,
+                           const cuda::std::tuple<Operand...>& operands, cuda::std::index_sequence<F...>,
+                           cuda::std::index_sequence<B...>) {
+  using Split = OperandSplit<Operand...>;
+  const auto broadcast_at = [&](auto k) -> const auto& {
+    return cuda::std::get<Split::position(decltype(k)::value, true)>(operands);
+  };
+  if (!policy_is_valid(op)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  if (n > kMaxBroadcastElements) return cudaErrorInvalidValue;
+  if (!(is_usable_broadcast(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n, out) && ...)) {
+    return cudaErrorInvalidValue;
+  }
+  const auto broadcasts =
+      cuda::std::make_tuple(prepare_broadcast(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n)...);
+  const OperandOrder<Op, is_broadcast<Operand>::value...> ordered{op};
+  return dispatch_transform<RequestedWidth>(ordered, n, stream, broadcasts, out,
+                                            full_operand(cuda::std::get<Split::position(F, false)>(operands))...);
+}
+
+/// The launchers' entry: operands are pointers to full-length inputs (at least one) and
+/// Broadcasts, in the order the policy takes their values. Without broadcasts this is
+/// dispatch_transform itself, so those calls run exactly the kernels they always did.
+template <int RequestedWidth, class Op, class TOut, class... Operand>
+cudaError_t dispatch_operands(const Op& op, std::size_t n, cudaStream_t stream, TOut* out, const Operand&... operands) {
+  static_assert((is_operand_v<Operand> && ...), "hardact: an input is a device pointer or a hardact::Broadcast");
+  using Split = OperandSplit<Operand...>;
+  static_assert(Split::kFull >= 1, "hardact: transform needs at least one full-length input");
+  if constexpr (Split::kBroadcasts == 0) {
+    return dispatch_transform<RequestedWidth>(op, n, stream, NoBroadcasts{}, out, full_operand(operands)...);
+  } else {
+    return dispatch_split<RequestedWidth>(op, n, stream, out, cuda::std::tuple<Operand...>{operands...},
+                                          cuda::std::make_index_sequence<Split::kFull>{},
+                                          cuda::std::make_index_sequence<Split::kBroadcasts>{});
+  }
 }
 
 }  // namespace detail

@@ -186,7 +186,7 @@ inline constexpr int kResidencyCachedDevices = 64;
 /// that needs many registers leaves fewer blocks resident (double HardSigmoid: 12 of 16), and each
 /// must then carry a larger tile. Asked once per kernel and device, then one atomic load; if the
 /// runtime cannot answer, the estimate without registers.
-template <int Units, StagedCaching Caching, class Op, class TOut, class... TIn>
+template <int Units, StagedCaching Caching, class Op, class Broadcasts, class TOut, class... TIn>
 int resident_one_tile_kernel_blocks(const DeviceProperties& device, int estimate) {
   static std::atomic<int> cached[kResidencyCachedDevices];  // residency + 1; 0 until asked
   const bool cacheable = device.ordinal >= 0 && device.ordinal < kResidencyCachedDevices;
@@ -198,7 +198,7 @@ int resident_one_tile_kernel_blocks(const DeviceProperties& device, int estimate
   int blocks = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
           &blocks,
-          staged_transform_kernel<Tile::kBlockThreads, Units, StagedLoop::one_tile, Caching, Op, TOut, TIn...>,
+          staged_transform_kernel<Tile::kBlockThreads, Units, StagedLoop::one_tile, Caching, Op, Broadcasts, TOut, TIn...>,
           Tile::kBlockThreads, Tile::shared_memory_bytes(1)) != cudaSuccess) {
     return estimate;
   }
@@ -206,11 +206,13 @@ int resident_one_tile_kernel_blocks(const DeviceProperties& device, int estimate
   return blocks;
 }
 
-template <StagedCaching Caching, class Op, class TOut, class... TIn>
+template <StagedCaching Caching, class Op, class Broadcasts, class TOut, class... TIn>
 StagedResidency staged_residency(const DeviceProperties& device) {
   StagedResidency residency = estimated_residency<TOut, TIn...>(device);
-  residency.blocks[0] = resident_one_tile_kernel_blocks<1, Caching, Op, TOut, TIn...>(device, residency.blocks[0]);
-  residency.blocks[1] = resident_one_tile_kernel_blocks<2, Caching, Op, TOut, TIn...>(device, residency.blocks[1]);
+  residency.blocks[0] =
+      resident_one_tile_kernel_blocks<1, Caching, Op, Broadcasts, TOut, TIn...>(device, residency.blocks[0]);
+  residency.blocks[1] =
+      resident_one_tile_kernel_blocks<2, Caching, Op, Broadcasts, TOut, TIn...>(device, residency.blocks[1]);
   return residency;
 }
 

@@ -4,8 +4,13 @@
 #pragma once
 
 #include <hardact/numeric/conversions.cuh>
+#include <hardact/operand.cuh>
 
+#include <cuda/std/tuple>
 #include <cuda/std/type_traits>
+#include <cuda/std/utility>
+
+#include <cstddef>
 
 namespace hardact {
 namespace detail {
@@ -22,6 +27,14 @@ __host__ __device__ __forceinline__ TOut apply_op(const Op& op, TIn... x) {
     using C = cuda::std::common_type_t<compute_t<TIn>...>;
     return convert<TOut>(op(convert<C>(x)...));
   }
+}
+
+/// apply_op for element i of a call with broadcast operands: their values for i follow `x`.
+template <class TOut, class Op, class... TB, std::size_t... B, class... TIn>
+__device__ __forceinline__ TOut apply_broadcast_op(const Op& op, std::size_t i,
+                                                   const cuda::std::tuple<DeviceBroadcast<TB>...>& broadcasts,
+                                                   cuda::std::index_sequence<B...>, TIn... x) {
+  return apply_op<TOut>(op, x..., cuda::std::get<B>(broadcasts).at(i)...);
 }
 
 }  // namespace detail

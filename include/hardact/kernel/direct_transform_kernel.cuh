@@ -10,6 +10,7 @@
 
 #include <hardact/kernel/apply_op.cuh>
 #include <hardact/kernel/vector_access.cuh>
+#include <hardact/operand.cuh>
 
 #include <cuda/std/tuple>
 #include <cuda/std/type_traits>
@@ -44,15 +45,28 @@ __device__ __forceinline__ void load_batch(VectorBatch<T, Width, VectorsPerThrea
   }
 }
 
-/// One thread's share of one tile. All loads are issued before the first store.
-template <int BlockThreads, int Width, int VectorsPerThread, bool Full, class Op, class TOut, class... TIn,
-          std::size_t... I>
+/// One thread's share of one tile. All loads are issued before the first store. Broadcast operands'
+/// values come after the full-length inputs' in the call to `op`; `head` is the element index of
+/// vector 0, which their positions depend on.
+template <int BlockThreads, int Width, int VectorsPerThread, bool Full, class Op, class TOut, class... TB,
+          class... TIn, std::size_t... I, std::size_t... B>
 __device__ __forceinline__ void transform_vectors(const Op& op, std::size_t first, std::size_t num_vectors,
+                                                  std::size_t head, const DeviceBroadcasts<TB...>& broadcasts,
                                                   AlignedVector<TOut, Width>* out,
-                                                  cuda::std::index_sequence<I...>,
+                                                  cuda::std::index_sequence<I...>, cuda::std::index_sequence<B...>,
                                                   const AlignedVector<TIn, Width>*... in) {
   cuda::std::tuple<VectorBatch<TIn, Width, VectorsPerThread>...> loaded;
   (load_batch<BlockThreads, Width, VectorsPerThread, Full>(cuda::std::get<I>(loaded), in, first, num_vectors), ...);
+  [[maybe_unused]] cuda::std::tuple<ValueArray<TB, Width>...> broadcast_values[VectorsPerThread];
+  if constexpr (sizeof...(TB) > 0) {
+#pragma unroll
+    for (int k = 0; k < VectorsPerThread; ++k) {
+      const std::size_t index = first + static_cast<std::size_t>(k) * BlockThreads;
+      if (Full || index < num_vectors) {
+        broadcast_values[k] = load_broadcasts<Width>(broadcasts, head + index * Width, cuda::std::index_sequence<B...>{});
+      }
+    }
+  }
 
 #pragma unroll
   for (int k = 0; k < VectorsPerThread; ++k) {
@@ -61,25 +75,33 @@ __device__ __forceinline__ void transform_vectors(const Op& op, std::size_t firs
       AlignedVector<TOut, Width> result;
 #pragma unroll
       for (int j = 0; j < Width; ++j) {
-        result.elements[j] = apply_op<TOut>(op, cuda::std::get<I>(loaded).vectors[k].elements[j]...);
+        result.elements[j] = apply_op<TOut>(op, cuda::std::get<I>(loaded).vectors[k].elements[j]...,
+                                            cuda::std::get<B>(broadcast_values[k]).values[j]...);
       }
       store_streaming(out + index, result);
     }
   }
 }
 
-/// out[i] = op(in[i]...) for i in [0, range.n). Launched with BlockThreads threads per block;
-/// correct for any grid of at least one block.
-template <int BlockThreads, int Width, int VectorsPerThread, class Op, class TOut, class... TIn>
-__global__ void __launch_bounds__(BlockThreads)
-    direct_transform_kernel(Op op, TransformRange range, TOut* out, const TIn*... in) {
+// Minimum resident blocks the compiler must allow (a tuning knob, docs/TUNING.md row 38): with 2,
+// the bfloat16 BatchNorm kernel (43 registers at 1 block) spilled 20-100 bytes per thread.
+#ifndef HARDACT_DIRECT_MIN_BLOCKS
+#define HARDACT_DIRECT_MIN_BLOCKS 1
+#endif
+
+/// out[i] = op(in[i]..., broadcast values for i...) for i in [0, range.n). Launched with
+/// BlockThreads threads per block; correct for any grid of at least one block.
+template <int BlockThreads, int Width, int VectorsPerThread, class Op, class Broadcasts, class TOut, class... TIn>
+__global__ void __launch_bounds__(BlockThreads, HARDACT_DIRECT_MIN_BLOCKS)
+    direct_transform_kernel(Op op, TransformRange range, Broadcasts broadcasts, TOut* out, const TIn*... in) {
+  constexpr auto kBroadcastIndexes = cuda::std::make_index_sequence<cuda::std::tuple_size_v<Broadcasts>>{};
   // Block 0 also does the scalar head and tail (at most 128 + 15 elements).
   if (blockIdx.x == 0) {
     const std::size_t tail_begin = range.head + range.num_vectors * Width;
     const std::size_t leftovers = range.head + (range.n - tail_begin);
     for (std::size_t t = threadIdx.x; t < leftovers; t += BlockThreads) {
       const std::size_t i = t < range.head ? t : tail_begin + (t - range.head);
-      out[i] = apply_op<TOut>(op, in[i]...);
+      out[i] = apply_broadcast_op<TOut>(op, i, broadcasts, kBroadcastIndexes, in[i]...);
     }
   }
 
@@ -92,11 +114,13 @@ __global__ void __launch_bounds__(BlockThreads)
     const std::size_t last = first + (VectorsPerThread - 1) * static_cast<std::size_t>(BlockThreads);
     if (last < range.num_vectors) {
       transform_vectors<BlockThreads, Width, VectorsPerThread, true>(
-          op, first, range.num_vectors, out_vectors, cuda::std::index_sequence_for<TIn...>{},
+          op, first, range.num_vectors, range.head, broadcasts, out_vectors, cuda::std::index_sequence_for<TIn...>{},
+          kBroadcastIndexes,
           reinterpret_cast<const AlignedVector<TIn, Width>*>(in + range.head)...);
     } else {
       transform_vectors<BlockThreads, Width, VectorsPerThread, false>(
-          op, first, range.num_vectors, out_vectors, cuda::std::index_sequence_for<TIn...>{},
+          op, first, range.num_vectors, range.head, broadcasts, out_vectors, cuda::std::index_sequence_for<TIn...>{},
+          kBroadcastIndexes,
           reinterpret_cast<const AlignedVector<TIn, Width>*>(in + range.head)...);
     }
   }

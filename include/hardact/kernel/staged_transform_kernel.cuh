@@ -19,6 +19,7 @@
 #include <hardact/kernel/apply_op.cuh>
 #include <hardact/kernel/shared_staging.cuh>
 #include <hardact/kernel/vector_access.cuh>
+#include <hardact/operand.cuh>
 
 #include <cub/thread/thread_store.cuh>
 #include <cuda/std/cstdint>
@@ -169,13 +170,53 @@ __device__ __forceinline__ void buffer_offsets(std::size_t (&offsets)[sizeof...(
   ((offsets[I] = offset, offset += sizes[I]), ...);
 }
 
-/// Elements one thread computes from a staged tile. `count` elements of the tile are valid.
-template <int BlockThreads, int UnitsPerThread, StagedCaching Caching, class Op, class TOut, class... TIn,
-          std::size_t... I>
+#ifndef HARDACT_STAGED_BROADCAST_PREFETCH
+#define HARDACT_STAGED_BROADCAST_PREFETCH 1
+#endif
+
+/// A thread's broadcast values for each of its units of a tile (an empty tuple per unit when the
+/// call has no broadcast operand).
+template <int UnitsPerThread, class Broadcasts, class TOut, class... TIn>
+struct TileBroadcasts {
+  typename broadcast_values<kUnitElements<TOut, TIn...>, Broadcasts>::type units[UnitsPerThread];
+};
+
+/// Loads a thread's broadcast values for the tile starting at element `first` (count elements
+/// valid). Called while the tile's bulk copies are in flight: loaded after them, the values' L1/L2
+/// latency came on top of every tile's wait (measured slower than the direct path, which loads them
+/// with its inputs).
+template <int BlockThreads, int UnitsPerThread, class Broadcasts, class TOut, class... TIn>
+__device__ __forceinline__ void load_tile_broadcasts(TileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...>& tile,
+                                                     const Broadcasts& broadcasts, std::size_t first,
+                                                     std::size_t count) {
+  constexpr std::size_t kBroadcasts = cuda::std::tuple_size_v<Broadcasts>;
+  if constexpr (kBroadcasts > 0 && HARDACT_STAGED_BROADCAST_PREFETCH) {
+    constexpr int kUnit = kUnitElements<TOut, TIn...>;
+#pragma unroll
+    for (int u = 0; u < UnitsPerThread; ++u) {
+      const std::size_t unit = static_cast<std::size_t>(u) * BlockThreads + threadIdx.x;
+      if (unit * kUnit < count) {
+        tile.units[u] =
+            load_broadcasts<kUnit>(broadcasts, first + unit * kUnit, cuda::std::make_index_sequence<kBroadcasts>{});
+      }
+    }
+  } else {
+    (void)tile, (void)broadcasts, (void)first, (void)count;
+  }
+}
+
+/// Elements one thread computes from a staged tile. `count` elements of the tile are valid; `tile`
+/// holds the thread's broadcast values (load_tile_broadcasts).
+template <int BlockThreads, int UnitsPerThread, StagedCaching Caching, class Op, class Broadcasts, class TOut,
+          class... TIn, std::size_t... I, std::size_t... B>
 __device__ __forceinline__ void transform_staged_tile(const Op& op, const unsigned char* stage,
                                                       const std::size_t (&offsets)[sizeof...(TIn)],
                                                       const unsigned (&shifts)[sizeof...(TIn)], std::size_t count,
-                                                      TOut* out, cuda::std::index_sequence<I...>) {
+                                                      const TileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...>& tile,
+                                                      [[maybe_unused]] const Broadcasts& broadcasts,
+                                                      [[maybe_unused]] std::size_t first, TOut* out,
+                                                      cuda::std::index_sequence<I...>,
+                                                      cuda::std::index_sequence<B...>) {
   constexpr int kUnit = kUnitElements<TOut, TIn...>;
   using OutVector = AlignedVector<TOut, kUnit>;
 #pragma unroll
@@ -185,8 +226,20 @@ __device__ __forceinline__ void transform_staged_tile(const Op& op, const unsign
       const cuda::std::tuple<AlignedVector<TIn, kUnit>...> loaded{
           read_staged_unit<TIn, kUnit>(stage + offsets[I], shifts[I], unit)...};
       OutVector result;
+      if constexpr (!HARDACT_STAGED_BROADCAST_PREFETCH && sizeof...(B) > 0) {
+        const auto values = load_broadcasts<kUnit>(broadcasts, first + unit * kUnit, cuda::std::index_sequence<B...>{});
 #pragma unroll
-      for (int j = 0; j < kUnit; ++j) result.elements[j] = apply_op<TOut>(op, cuda::std::get<I>(loaded).elements[j]...);
+        for (int j = 0; j < kUnit; ++j) {
+          result.elements[j] =
+              apply_op<TOut>(op, cuda::std::get<I>(loaded).elements[j]..., cuda::std::get<B>(values).values[j]...);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < kUnit; ++j) {
+          result.elements[j] = apply_op<TOut>(op, cuda::std::get<I>(loaded).elements[j]...,
+                                              cuda::std::get<B>(tile.units[u]).values[j]...);
+        }
+      }
       store_unit<Caching>(reinterpret_cast<OutVector*>(out) + unit, result);
     }
   }
@@ -247,14 +300,15 @@ __device__ __forceinline__ void release_tile_lines(const StagedRange& range, std
 #endif
 
 /// Block 0's share: the scalar head [0, staged_begin) and tail [staged_end, n).
-template <int BlockThreads, class Op, class TOut, class... TIn>
-__device__ __forceinline__ void transform_scalar_ends(const Op& op, const StagedRange& range, TOut* out,
-                                                      const TIn*... in) {
+template <int BlockThreads, class Op, class Broadcasts, class TOut, class... TIn>
+__device__ __forceinline__ void transform_scalar_ends(const Op& op, const StagedRange& range,
+                                                      const Broadcasts& broadcasts, TOut* out, const TIn*... in) {
   const std::size_t head = range.staged_begin;
   const std::size_t leftovers = head + (range.n - range.staged_end);
   for (std::size_t t = threadIdx.x; t < leftovers; t += BlockThreads) {
     const std::size_t i = t < head ? t : range.staged_end + (t - head);
-    out[i] = apply_op<TOut>(op, in[i]...);
+    out[i] = apply_broadcast_op<TOut>(op, i, broadcasts,
+                                      cuda::std::make_index_sequence<cuda::std::tuple_size_v<Broadcasts>>{}, in[i]...);
   }
 }
 
@@ -264,7 +318,7 @@ enum class StagedLoop {
   ring       ///< blocks take tiles with a grid stride, keeping up to `stages` in flight
 };
 
-/// out[i] = op(in[i]...) for i in [0, range.n). Launched with BlockThreads threads and
+/// out[i] = op(in[i]..., broadcast values for i...) for i in [0, range.n). Launched with BlockThreads threads and
 /// StagedTile<...>::shared_memory_bytes(stages) bytes of dynamic shared memory: for
 /// StagedLoop::one_tile with at least max(num_tiles, 1) blocks and one stage, for StagedLoop::ring
 /// with any grid and 1 <= stages <= kMaxStages. The one-tile form is straight-line code (no loop,
@@ -272,10 +326,12 @@ enum class StagedLoop {
 /// where the ring form with one stage ran 0.97, and it lost at most 0.5% to that form elsewhere
 /// (TUNING.md row 23). Compiled for an architecture without the bulk-copy engine it still gives
 /// the same results, one element per thread and step (the dispatch layer does not choose it there).
-template <int BlockThreads, int UnitsPerThread, StagedLoop Loop, StagedCaching Caching, class Op, class TOut,
-          class... TIn>
+template <int BlockThreads, int UnitsPerThread, StagedLoop Loop, StagedCaching Caching, class Op, class Broadcasts,
+          class TOut, class... TIn>
 __global__ void __launch_bounds__(BlockThreads)
-    staged_transform_kernel(Op op, StagedRange range, int stages, TOut* out, const TIn*... in) {
+    staged_transform_kernel(Op op, StagedRange range, int stages, Broadcasts broadcasts, TOut* out,
+                            const TIn*... in) {
+  constexpr auto kBroadcastIndexes = cuda::std::make_index_sequence<cuda::std::tuple_size_v<Broadcasts>>{};
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using Tile = StagedTile<BlockThreads, UnitsPerThread, TOut, TIn...>;
   using Inputs = cuda::std::index_sequence_for<TIn...>;
@@ -302,12 +358,15 @@ __global__ void __launch_bounds__(BlockThreads)
       issue_tile<Caching, TOut>(stages_base, offsets, &barriers[0], first, tile_count(first), Inputs{}, in...);
     }
     __syncthreads();  // the barrier is initialised before anyone waits on it
-    if (blockIdx.x == 0) transform_scalar_ends<BlockThreads>(op, range, out, in...);  // while the tile is in flight
+    if (blockIdx.x == 0) transform_scalar_ends<BlockThreads>(op, range, broadcasts, out, in...);  // while the tile is in flight
     if (!has_tile) return;
+    TileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...> tile;
+    load_tile_broadcasts<BlockThreads>(tile, broadcasts, first, tile_count(first));
     wait_stage_barrier(&barriers[0], 0);
     release_tile_lines<BlockThreads, Caching, TOut>(range, first, tile_count(first), Inputs{}, in...);
-    transform_staged_tile<BlockThreads, UnitsPerThread, Caching, Op, TOut, TIn...>(
-        op, stages_base, offsets, shifts, tile_count(first), out + first, Inputs{});
+    transform_staged_tile<BlockThreads, UnitsPerThread, Caching, Op, Broadcasts, TOut, TIn...>(
+        op, stages_base, offsets, shifts, tile_count(first), tile, broadcasts, first, out + first, Inputs{},
+        kBroadcastIndexes);
   } else {
     const std::size_t stride = gridDim.x;
     const std::size_t my_tiles =
@@ -324,17 +383,20 @@ __global__ void __launch_bounds__(BlockThreads)
       }
     }
     __syncthreads();  // the barriers are initialised before anyone waits on them
-    if (blockIdx.x == 0) transform_scalar_ends<BlockThreads>(op, range, out, in...);  // while the first tiles fly
+    if (blockIdx.x == 0) transform_scalar_ends<BlockThreads>(op, range, broadcasts, out, in...);  // while the first tiles fly
 
     std::size_t stage = 0;
     std::uint32_t phase = 0;
     for (std::size_t k = 0; k < my_tiles; ++k) {
       const std::size_t first = tile_first(k);
       unsigned char* const stage_data = stages_base + stage * Tile::kStageBytes;
+      TileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...> tile;
+      load_tile_broadcasts<BlockThreads>(tile, broadcasts, first, tile_count(first));
       wait_stage_barrier(&barriers[stage], phase);
       release_tile_lines<BlockThreads, Caching, TOut>(range, first, tile_count(first), Inputs{}, in...);
-      transform_staged_tile<BlockThreads, UnitsPerThread, Caching, Op, TOut, TIn...>(
-          op, stage_data, offsets, shifts, tile_count(first), out + first, Inputs{});
+      transform_staged_tile<BlockThreads, UnitsPerThread, Caching, Op, Broadcasts, TOut, TIn...>(
+          op, stage_data, offsets, shifts, tile_count(first), tile, broadcasts, first, out + first, Inputs{},
+          kBroadcastIndexes);
       __syncthreads();  // every thread is done reading this stage before it is refilled
       if (threadIdx.x == 0 && k + stage_count < my_tiles) {
         order_reads_before_bulk_copy();
@@ -351,7 +413,7 @@ __global__ void __launch_bounds__(BlockThreads)
   (void)stages;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * BlockThreads;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * BlockThreads + threadIdx.x; i < range.n; i += stride) {
-    out[i] = apply_op<TOut>(op, in[i]...);
+    out[i] = apply_broadcast_op<TOut>(op, i, broadcasts, kBroadcastIndexes, in[i]...);
   }
 #endif
 }

@@ -1,0 +1,304 @@
+/// @file operand.cuh
+/// @brief Broadcast operands: an input of a transform call whose value for output element i is
+///        values[(i / inner) % period] (a bias, a per-channel scale or shift, a per-(n, c) gate),
+///        and the 64-bit division the kernels use to find that value.
+#pragma once
+
+#include <hardact/kernel/vector_access.cuh>
+#include <hardact/policy/validity.cuh>
+
+#include <cub/thread/thread_load.cuh>
+#include <cuda/std/cstdint>
+#include <cuda/std/tuple>
+#include <cuda/std/type_traits>
+#include <cuda/std/utility>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hardact {
+
+/// @brief An input read as values[(i / inner) % period] for output element i.
+///
+/// For an array seen as [outer, period, inner] in row-major order this is a vector along the middle
+/// dimension: a bias over the last dimension of a row-major [rows, columns] array (and of any
+/// channels-last tensor) is {bias, 1, columns}; a per-channel vector of an NCHW tensor is
+/// {v, H * W, C}; a per-(n, c) gate of an NCHW tensor is {gate, H * W, N * C}. `values` must hold
+/// `period` elements; `inner` and `period` must be at least 1. Make one with hardact::per_channel.
+template <class T>
+struct Broadcast {
+  const T* values = nullptr;  ///< period elements, device memory
+  std::size_t inner = 1;      ///< consecutive elements that share one value
+  std::size_t period = 1;     ///< values before the pattern repeats
+};
+
+/// @brief values[c] for every element of channel c of an array seen as [outer, channels, inner]:
+///        per_channel(bias, columns) for a row-major [rows, columns] array or channels-last tensor,
+///        per_channel(v, C, H * W) for NCHW, per_channel(gate, N * C, H * W) for a per-(n, c) gate.
+template <class T>
+__host__ __device__ constexpr Broadcast<T> per_channel(const T* values, std::size_t channels, std::size_t inner = 1) {
+  return Broadcast<T>{values, inner, channels};
+}
+
+namespace detail {
+
+template <class T>
+struct is_broadcast : cuda::std::false_type {};
+template <class T>
+struct is_broadcast<Broadcast<T>> : cuda::std::true_type {};
+
+/// What a launcher accepts as an input: a pointer to full-length data or a Broadcast.
+template <class T>
+inline constexpr bool is_operand_v = cuda::std::is_pointer_v<T> || is_broadcast<T>::value;
+
+/// The element type of an input operand.
+template <class T>
+struct operand_element {
+  using type = cuda::std::remove_cv_t<cuda::std::remove_pointer_t<T>>;
+};
+template <class T>
+struct operand_element<Broadcast<T>> {
+  using type = cuda::std::remove_cv_t<T>;
+};
+
+/// The largest element count a call with broadcast operands takes: element indexes stay below
+/// 2^63, where FastDivmod is exact. (No device holds that much memory.)
+inline constexpr std::size_t kMaxBroadcastElements = std::size_t{1} << 63;
+
+__host__ __device__ inline std::uint64_t multiply_high(std::uint64_t a, std::uint64_t b) {
+#ifdef __CUDA_ARCH__
+  return __umul64hi(a, b);
+#elif defined(__SIZEOF_INT128__)
+  return static_cast<std::uint64_t>((static_cast<unsigned __int128>(a) * b) >> 64);
+#else
+  const std::uint64_t a_lo = a & 0xffffffffu, a_hi = a >> 32, b_lo = b & 0xffffffffu, b_hi = b >> 32;
+  const std::uint64_t lo_lo = a_lo * b_lo, hi_lo = a_hi * b_lo, lo_hi = a_lo * b_hi, hi_hi = a_hi * b_hi;
+  const std::uint64_t middle = (lo_lo >> 32) + (hi_lo & 0xffffffffu) + lo_hi;
+  return hi_hi + (hi_lo >> 32) + (middle >> 32);
+#endif
+}
+
+/// Calls of at most this many elements use 32-bit index arithmetic.
+inline constexpr std::size_t kNarrowIndexLimit = std::size_t{1} << 31;
+
+/// Division of numerators below 2^63 by a divisor fixed at launch, as a multiply-high and a shift
+/// (Granlund and Montgomery, 1994): with l = ceil(log2 d) and m = floor(2^(63 + l) / d) + 1, which
+/// fits 64 bits, n / d = mulhi(n, m) >> (l - 1) for every n < 2^63. A 64-bit `/` is a long
+/// software sequence on the GPU, once per vector and operand.
+struct FastDivmod {
+  std::uint64_t divisor = 1;
+  std::uint64_t multiplier = 0;  ///< 0 for divisor 1, which is divided by returning n
+  unsigned shift = 0;
+  /// The same for numerators below 2^31 (divisor <= 2^31), with 32-bit words: m = floor(2^(31 +
+  /// l) / d) + 1 fits 32 bits. One multiply-high instruction instead of a 64-bit sequence: the
+  /// per-vector index work of a bfloat16 BatchNorm call halved.
+  std::uint32_t multiplier32 = 0;
+
+  /// d must be in [1, 2^63].
+  static FastDivmod make(std::uint64_t d) {
+    FastDivmod f;
+    f.divisor = d;
+    if (d <= 1) return f;
+    unsigned l = 0;
+    while (l < 64 && (std::uint64_t{1} << l) < d) ++l;  // ceil(log2 d), 1..63
+#if defined(__SIZEOF_INT128__)
+    const std::uint64_t quotient = static_cast<std::uint64_t>((static_cast<unsigned __int128>(1) << (63 + l)) / d);
+#else
+    // floor(2^(63 + l) / d) by long division; the remainder stays below d <= 2^63.
+    std::uint64_t quotient = 0, remainder = 0;
+    for (unsigned bit = 127; bit-- > 0;) {
+      remainder = (remainder << 1) | (bit == 63 + l ? 1u : 0u);
+      quotient <<= 1;
+      if (remainder >= d) {
+        remainder -= d;
+        quotient |= 1;
+      }
+    }
+#endif
+    f.multiplier = quotient + 1;
+    f.shift = l - 1;
+    if (l <= 31) f.multiplier32 = static_cast<std::uint32_t>((std::uint64_t{1} << (31 + l)) / d + 1);
+    return f;
+  }
+
+  /// n / divisor and n % divisor for n < 2^31 (and divisor <= 2^31).
+  __host__ __device__ void divmod32(std::uint32_t n, std::uint32_t& quotient, std::uint32_t& remainder) const {
+#ifdef __CUDA_ARCH__
+    const std::uint32_t high = __umulhi(n, multiplier32);
+#else
+    const std::uint32_t high = static_cast<std::uint32_t>((static_cast<std::uint64_t>(n) * multiplier32) >> 32);
+#endif
+    quotient = multiplier32 == 0 ? n : high >> shift;
+    remainder = n - quotient * static_cast<std::uint32_t>(divisor);
+  }
+
+  __host__ __device__ std::uint64_t divide(std::uint64_t n) const {
+    return multiplier == 0 ? n : multiply_high(n, multiplier) >> shift;
+  }
+  __host__ __device__ void divmod(std::uint64_t n, std::uint64_t& quotient, std::uint64_t& remainder) const {
+    quotient = divide(n);
+    remainder = n - quotient * divisor;
+  }
+};
+
+/// A Broadcast as the kernels take it: the divisions prepared on the host.
+template <class T>
+struct DeviceBroadcast {
+  using value_type = T;
+  const T* values;
+  FastDivmod inner;
+  FastDivmod period;
+
+  /// Every index of the call is below 2^31: the 32-bit divisions serve.
+  bool narrow;
+
+  /// (element i's offset inside its run of `inner`, its channel): two divisions.
+  __device__ __forceinline__ void locate(std::size_t i, std::uint64_t& offset, std::uint64_t& channel) const {
+    if (narrow) {
+      std::uint32_t row, offset32, cycle, channel32;
+      inner.divmod32(static_cast<std::uint32_t>(i), row, offset32);
+      period.divmod32(row, cycle, channel32);
+      offset = offset32;
+      channel = channel32;
+    } else {
+      std::uint64_t row, cycle;
+      inner.divmod(i, row, offset);
+      period.divmod(row, cycle, channel);
+    }
+  }
+
+  /// The value for element i.
+  __device__ __forceinline__ T at(std::size_t i) const {
+    std::uint64_t offset, channel;
+    locate(i, offset, channel);
+    return cub::ThreadLoad<cub::LOAD_LDG>(values + channel);
+  }
+
+  /// The values for elements first .. first + Count - 1: two divisions, then, in the common
+  /// layouts, no per-element index work at all (measured: a step per element made bfloat16
+  /// BatchNorm rows instruction-bound at half the copy rate, and per-element loads of a
+  /// last-dimension vector took as many L1 wavefronts as the tile's own data):
+  /// - all in one channel (NCHW-like, inner >= Count): one load;
+  /// - consecutive channels without a wrap (channels-last, a row's bias): the values are
+  ///   contiguous, loaded 16 bytes at a time when aligned;
+  /// - otherwise a step per element, then all loads at once.
+  template <int Count>
+  __device__ __forceinline__ void load(std::size_t first, T (&out)[Count]) const {
+    std::uint64_t offset, channel;
+    locate(first, offset, channel);
+    if (offset + Count <= inner.divisor) {
+      const T value = cub::ThreadLoad<cub::LOAD_LDG>(values + channel);
+#pragma unroll
+      for (int j = 0; j < Count; ++j) out[j] = value;
+      return;
+    }
+    if (inner.divisor == 1 && channel + Count <= period.divisor) {
+      load_contiguous(values + channel, out);
+      return;
+    }
+    std::uint64_t index[Count];
+#pragma unroll
+    for (int j = 0; j < Count; ++j) {
+      index[j] = channel;
+      if (++offset == inner.divisor) {
+        offset = 0;
+        if (++channel == period.divisor) channel = 0;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < Count; ++j) out[j] = cub::ThreadLoad<cub::LOAD_LDG>(values + index[j]);
+  }
+
+ private:
+  template <int Count>
+  __device__ __forceinline__ static void load_contiguous(const T* source, T (&out)[Count]) {
+    constexpr int kChunk = static_cast<int>(kMaxAccessBytes / sizeof(T));
+    if constexpr (kChunk > 1 && Count % kChunk == 0) {
+      if (reinterpret_cast<std::uintptr_t>(source) % kMaxAccessBytes == 0) {
+        using Chunk = AlignedVector<T, kChunk>;
+#pragma unroll
+        for (int k = 0; k < Count / kChunk; ++k) {
+          const Chunk chunk = cub::ThreadLoad<cub::LOAD_LDG>(reinterpret_cast<const Chunk*>(source) + k);
+#pragma unroll
+          for (int j = 0; j < kChunk; ++j) out[k * kChunk + j] = chunk.elements[j];
+        }
+        return;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < Count; ++j) out[j] = cub::ThreadLoad<cub::LOAD_LDG>(source + j);
+  }
+};
+
+/// Element counts larger than n do not change (i / inner) % period for i < n, and keep every
+/// divisor within FastDivmod's range.
+template <class T>
+DeviceBroadcast<T> prepare_broadcast(const Broadcast<T>& b, std::size_t n) {
+  const std::size_t inner = b.inner < n ? b.inner : n;
+  const std::size_t period = b.period < n ? b.period : n;
+  return DeviceBroadcast<T>{b.values, FastDivmod::make(inner), FastDivmod::make(period), n <= kNarrowIndexLimit};
+}
+
+/// The broadcast operands of a kernel (cuda::std::tuple<DeviceBroadcast<T>...>, possibly empty).
+template <class... T>
+using DeviceBroadcasts = cuda::std::tuple<DeviceBroadcast<T>...>;
+using NoBroadcasts = cuda::std::tuple<>;
+
+template <class T, int Count>
+struct ValueArray {
+  T values[static_cast<std::size_t>(Count)];
+};
+
+/// The values of a kernel's broadcast operands for Count consecutive elements.
+template <int Count, class Broadcasts>
+struct broadcast_values;
+template <int Count, class... T>
+struct broadcast_values<Count, cuda::std::tuple<DeviceBroadcast<T>...>> {
+  using type = cuda::std::tuple<ValueArray<T, Count>...>;
+};
+
+/// Each broadcast operand's values for elements first .. first + Count - 1.
+template <int Count, class... T, std::size_t... B>
+__device__ __forceinline__ cuda::std::tuple<ValueArray<T, Count>...> load_broadcasts(
+    const DeviceBroadcasts<T...>& broadcasts, std::size_t first, cuda::std::index_sequence<B...>) {
+  cuda::std::tuple<ValueArray<T, Count>...> loaded;
+  (cuda::std::get<B>(broadcasts).template load<Count>(first, cuda::std::get<B>(loaded).values), ...);
+  return loaded;
+}
+
+/// Calls the user's policy with its arguments in the order the user gave the operands, when the
+/// kernels pass the full-length inputs' values first and the broadcast operands' values after.
+/// IsBroadcast holds, per operand in the user's order, whether it is a broadcast.
+template <class Op, bool... IsBroadcast>
+struct OperandOrder {
+  Op op;
+
+  __host__ __device__ bool is_valid() const { return policy_is_valid(op); }
+
+  template <class... V>
+  __host__ __device__ auto operator()(V... values) const {
+    static_assert(sizeof...(V) == sizeof...(IsBroadcast), "hardact: one value per operand");
+    const cuda::std::tuple<V...> kernel_order{values...};
+    return call(kernel_order, cuda::std::make_index_sequence<sizeof...(V)>{});
+  }
+
+ private:
+  /// Where operand k of the user's order sits in the kernel's order.
+  __host__ __device__ static constexpr std::size_t kernel_position(std::size_t k) {
+    constexpr bool broadcast[] = {IsBroadcast...};
+    std::size_t full_count = 0, full_before = 0, broadcast_before = 0;
+    for (std::size_t i = 0; i < sizeof...(IsBroadcast); ++i) {
+      if (!broadcast[i]) ++full_count;
+      if (i < k) (broadcast[i] ? broadcast_before : full_before) += 1;
+    }
+    return broadcast[k] ? full_count + broadcast_before : full_before;
+  }
+
+  template <class Tuple, std::size_t... K>
+  __host__ __device__ auto call(const Tuple& kernel_order, cuda::std::index_sequence<K...>) const {
+    return op(cuda::std::get<kernel_position(K)>(kernel_order)...);
+  }
+};
+
+}  // namespace detail
+}  // namespace hardact
