@@ -14,7 +14,8 @@
 /// Segments are lower case without '/' (words joined by '_'); parameters are key:value. Google
 /// Benchmark appends its own key:value segments (iterations:, repeats:) and manual_time.
 /// Without /calls: each timed sample is one launch; with /calls:K it is K back-to-back launches and
-/// the reported time is per launch (the launch-bound regime of small sizes).
+/// the reported time is per launch (the launch-bound regime of small sizes). The fused epilogue rows
+/// (bench_fused.cu) add /shape:<dims> after n:, e.g. .../n:1610649600/shape:5350x96x56x56.
 #pragma once
 
 #include <hardact/numeric/conversions.cuh>

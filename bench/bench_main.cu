@@ -25,7 +25,9 @@ void print_usage() {
       "  --hardact_mode=separate    one Google Benchmark per implementation (also thrust and\n"
       "                             hand-written kernels), timed one after another\n"
       "  --hardact_sweep=reference  the reference shape 4096x393216 (default); interleaved: float,\n"
-      "                             half, bfloat16, double, two-input and float->bfloat16 rows\n"
+      "                             half, bfloat16, double, two-input and float->bfloat16 rows, and\n"
+      "                             the fused epilogues (fused_*: bias, folded BatchNorm, residual,\n"
+      "                             SE gate with the activation; float, bfloat16; also a mid size)\n"
       "  --hardact_sweep=full       float, half, bfloat16, double; 2^12..2^32 elements and the\n"
       "                             reference shape; small sizes also as time per call in loops of %d\n"
       "  --hardact_reps=N           interleaved reps per contender (default %d)\n"
@@ -35,7 +37,8 @@ void print_usage() {
       "Each benchmark fixes its iterations and repetitions, so --benchmark_repetitions and\n"
       "--benchmark_min_time have no effect; use --hardact_repetitions.\n"
       "Names: <op>/<dtype>/<implementation>/<placement>/<alignment>/n:<elements>[/calls:%d]\n"
-      "  e.g. --benchmark_filter='^hardsigmoid/half/' or '/misaligned/'\n",
+      "  e.g. --benchmark_filter='^hardsigmoid/half/' or '/misaligned/' or '^fused_'\n"
+      "  (fused rows: <op>/<dtype>/interleaved/out_of_place/aligned/n:<elements>/shape:<dims>)\n",
       hardact_bench::kLaunchLoopCalls, hardact_bench::Options{}.interleaved_reps, hardact_bench::Options{}.repetitions,
       hardact_bench::Options{}.max_device_bytes / 1e9, hardact_bench::kLaunchLoopCalls);
 }

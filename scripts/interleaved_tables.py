@@ -10,9 +10,15 @@ contender C: C_x_copy (median over reps of the copy's time over C's time in the 
 C_x_copy_fwd / C_x_copy_rev (the same over each order's reps), C_x_copy_q1 / C_x_copy_q3
 (quartiles), C_GBps, C_us. Files given later override earlier ones for the same case.
 
+The fused epilogue rows (bench/bench_fused.cu) are named fused_<form>/<dtype>/interleaved/
+out_of_place/aligned/n:<n>/shape:<dims>, have one more contender, unfused (two launches, its x copy
+against the fused job's copy), and the counters cub_mismatches and, for float, unfused_mismatches;
+they get a table of their own and stay out of the reference rows, the sweeps and the plots.
+
 Writes to DIR:
     interleaved_tables.md   reference rows (x copy as "median (forward / reverse) [q1-q3]"),
-                            the size sweeps, and time per call for the launch-bound sizes
+                            the fused epilogue rows, the size sweeps, and time per call for the
+                            launch-bound sizes
     sweep_<op>_<dtype>.png  x copy against elements, one line per contender, one panel per placement
 or, with --cards, cards.md (or --cards-file): the reference rows of each card side by side, with
 whether hardact reaches 0.99 x copy and CUB - 0.3% on each. Every table and plot names the GPU and
@@ -30,6 +36,9 @@ CONTENDERS = ["hardact", "hardact_direct", "hardact_staged", "cub"]
 PANELS = [("out_of_place", "aligned"), ("out_of_place", "misaligned"),
           ("out_of_place", "relatively_misaligned"), ("in_place", "aligned")]
 REFERENCE_BYTES = 4096 * 393216 * 4
+FUSED_PREFIX = "fused_"
+FUSED_ORDER = ["fused_bias_hardswish_last_dim", "fused_bias_hardswish_nchw", "fused_batchnorm_hardswish_nchw",
+               "fused_batchnorm_hardswish_nhwc", "fused_residual_hardswish", "fused_hardsigmoid_gate_nchw"]
 
 
 def parse(name):
@@ -42,6 +51,8 @@ def parse(name):
             key, value = part.split(":", 1)
             if key in ("n", "calls"):
                 fields[key] = int(value)
+            elif key == "shape":
+                fields[key] = value
     return fields if "n" in fields else None
 
 
@@ -74,9 +85,13 @@ def element_bytes(dtype):
     return {"float": 4, "double": 8, "half": 2, "bfloat16": 2}.get(dtype, 4)
 
 
+def is_fused(key):
+    return key[0].startswith(FUSED_PREFIX)
+
+
 def is_reference(key):
     op, dtype, _, _, n, calls = key
-    return calls == 1 and n * element_bytes(dtype) == REFERENCE_BYTES
+    return calls == 1 and n * element_bytes(dtype) == REFERENCE_BYTES and not is_fused(key)
 
 
 def reference_table(cases):
@@ -92,12 +107,43 @@ def reference_table(cases):
     return lines
 
 
+def fused_table(cases):
+    """The fused epilogue rows: x copy of hardact, CUB and the two unfused launches, all against the
+    copy of the fused job's bytes, and the bitwise check's mismatch counts."""
+    rows = {k: v for k, v in cases.items() if is_fused(k)}
+    if not rows:
+        return []
+
+    def order(key):  # the reference size first, then the mid size; forms in the bench's order
+        op, dtype, _, _, n, _ = key
+        dtypes = ["float", "bfloat16"]
+        return (n < 2 ** 30, FUSED_ORDER.index(op) if op in FUSED_ORDER else len(FUSED_ORDER), op,
+                dtypes.index(dtype) if dtype in dtypes else len(dtypes), dtype, -n)
+
+    def count(row, counter):
+        return str(int(row[counter])) if counter in row else "—"
+
+    lines = ["| case | shape (n) | memcpy GB/s | hardact × copy | cub × copy | unfused × copy | hardact − cub | "
+             "mismatches cub / unfused |",
+             "|---|---|---|---|---|---|---|---|"]
+    for key in sorted(rows, key=order):
+        op, dtype, _, _, n, _ = key
+        row = rows[key]
+        fields = parse(row.get("run_name", row.get("name", ""))) or {}
+        diff = row.get("hardact_x_copy", 0) - row.get("cub_x_copy", 0)
+        lines.append(f"| {op[len(FUSED_PREFIX):]} {dtype} | {fields.get('shape', '?')} ({n}) | "
+                     f"{row.get('memcpy_GBps', 0):.0f} | {ratio_cell(row, 'hardact')} | {ratio_cell(row, 'cub')} | "
+                     f"{ratio_cell(row, 'unfused')} | {diff:+.3f} | "
+                     f"{count(row, 'cub_mismatches')} / {count(row, 'unfused_mismatches')} |")
+    return lines
+
+
 def sweep_tables(cases):
     lines = []
     groups = defaultdict(dict)
     for key, row in cases.items():
         op, dtype, placement, alignment, n, calls = key
-        if calls == 1:
+        if calls == 1 and not is_fused(key):
             groups[(op, dtype, placement, alignment)][n] = row
     for group in sorted(groups):
         rows = groups[group]
@@ -143,7 +189,7 @@ def plot(cases, out_dir, context):
     by_series = defaultdict(lambda: defaultdict(dict))
     for key, row in cases.items():
         op, dtype, placement, alignment, n, calls = key
-        if calls == 1:
+        if calls == 1 and not is_fused(key):
             by_series[(op, dtype)][(placement, alignment)][n] = row
     for (op, dtype), panels in sorted(by_series.items()):
         if max(len(p) for p in panels.values()) < 3:
@@ -262,6 +308,15 @@ def main():
              "", "× copy: median (forward-order reps / reverse-order reps) [quartiles] of the copy's time over the "
              "contender's in the same rep.", "", "## Reference rows", ""]
     lines += reference_table(cases)
+    fused = fused_table(cases)
+    if fused:
+        lines += ["", "## Fused epilogues", "",
+                  "An activation fused with a bias, a folded BatchNorm's scale and shift, a residual or a "
+                  "squeeze-excitation gate (bench/bench_fused.cu). × copy against a copy of the fused job's "
+                  "bytes (full-length inputs read once, the output written once), unfused (two launches) "
+                  "included; mismatches: elements whose bits differ from hardact's output (unfused: float only).",
+                  ""]
+        lines += fused
     lines += ["", "## Size sweeps (× copy, paired median)"]
     lines += sweep_tables(cases)
     launch = launch_table(cases)

@@ -114,7 +114,7 @@ void sweep_shapes(const std::string& name, const Op& op, std::size_t n, const De
                   name.c_str(), Threads, Units,
                   shape.tiles_per_block == 0 ? "persistent(4/SM)" : std::to_string(shape.tiles_per_block).c_str(),
                   shape.stages, Tile::kLoadedBytes);
-    measure(label, [&] { return launch_staged<Units, kStagedCaching<TOut, TIn...>, Threads>(op, n, shape, device, g_stream, out, in...); },
+    measure(label, [&] { return launch_staged<Units, kStagedCaching<TOut, TIn...>, Threads>(op, n, shape, device, g_stream, NoBroadcasts{}, out, in...); },
             copy, reps);
   }
 }
@@ -130,7 +130,7 @@ void tune_case(const std::string& name, const Op& op, std::size_t n, const Devic
   unsigned char* scratch_dst = g_copy_destination;
   const auto copy = [&] { return cudaMemcpyAsync(scratch_dst, scratch_src, job / 2, cudaMemcpyDeviceToDevice, g_stream); };
 
-  const StagedResidency residency = staged_residency<kStagedCaching<TOut, TIn...>, Op, TOut, TIn...>(device);
+  const StagedResidency residency = staged_residency<kStagedCaching<TOut, TIn...>, Op, NoBroadcasts, TOut, TIn...>(device);
   const StagedShape rule = staged_shape<TOut, TIn...>(device, residency);
   std::printf("== %s: n %zu, %.2f GB per call; rule: units %d (tile %zu B loaded), tiles/block %d (0: persistent), "
               "stages %d (bytes in flight wanted %.0f B/SM; resident one-tile blocks %d at 1 unit, %d at 2)\n",

@@ -1,0 +1,147 @@
+/// @file bench_interleaved.cuh
+/// @brief The interleaved machinery shared by bench_interleaved.cu and bench_fused.cu: the
+///        contenders, one case ready to run, and the loop that times its contenders rep by rep in
+///        turn (both orders) and reports the counters described in bench_interleaved.cu.
+#pragma once
+
+#include "bench_common.cuh"
+
+#include <hardact/hardact.cuh>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace hardact_bench {
+
+/// memcpy is always the first contender of a case and hardact the second.
+enum class Contender { memcpy, hardact, hardact_direct, hardact_staged, cub, unfused };
+
+inline const char* contender_name(Contender c) {
+  switch (c) {
+    case Contender::memcpy: return "memcpy";
+    case Contender::hardact: return "hardact";
+    case Contender::hardact_direct: return "hardact_direct";
+    case Contender::hardact_staged: return "hardact_staged";
+    case Contender::cub: return "cub";
+    case Contender::unfused: return "unfused";
+  }
+  return "unknown";
+}
+
+/// One case, ready to run: what it moves and how each contender launches it.
+struct InterleavedCase {
+  std::size_t job_bytes = 0;  ///< each input read once and the output written once, per call
+  int calls_per_sample = 1;
+  std::vector<Contender> contenders;
+  std::function<cudaError_t(Contender)> launch;
+  int modified_slot = -1;  ///< a slot the case writes into (in place), to refill afterwards
+};
+
+/// Quantile q of `values` (linear interpolation between order statistics).
+inline double quantile(std::vector<double> values, double q) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const double position = q * static_cast<double>(values.size() - 1);
+  const std::size_t below = static_cast<std::size_t>(position);
+  const std::size_t above = std::min(below + 1, values.size() - 1);
+  const double weight = position - static_cast<double>(below);
+  return values[below] * (1.0 - weight) + values[above] * weight;
+}
+
+/// Warms every contender up, then times `reps` samples of each, contender by contender in turn,
+/// forward on even reps and reversed on odd ones; reports the counters described in
+/// bench_interleaved.cu.
+inline void run_interleaved(benchmark::State& state, const InterleavedCase& c, int reps) {
+  const cudaStream_t stream = bench_stream();
+  const std::size_t count = c.contenders.size();
+  std::vector<std::vector<double>> seconds(count);
+  std::vector<double> discarded;
+  for (std::size_t k = 0; k < count; ++k) {
+    const auto launch = [&] { return c.launch(c.contenders[k]); };
+    const cudaError_t status = time_samples(stream, 2, c.calls_per_sample, launch, discarded);
+    if (status != cudaSuccess) return fail(state, std::string("warm-up of ") + contender_name(c.contenders[k]), status);
+  }
+  for (auto _ : state) {
+    for (int rep = 0; rep < reps; ++rep) {
+      for (std::size_t position = 0; position < count; ++position) {
+        const std::size_t k = rep % 2 == 0 ? position : count - 1 - position;
+        const auto launch = [&] { return c.launch(c.contenders[k]); };
+        std::vector<double> sample;
+        const cudaError_t status = time_samples(stream, 1, c.calls_per_sample, launch, sample);
+        if (status != cudaSuccess) {
+          return fail(state, std::string("timed launch of ") + contender_name(c.contenders[k]), status);
+        }
+        seconds[k].push_back(sample.front());
+      }
+    }
+    state.SetIterationTime(median(seconds[1 % count]));
+  }
+
+  const std::size_t copy_index = 0;  // memcpy is always the first contender
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::string name = contender_name(c.contenders[k]);
+    std::vector<double> ratio, forward, reverse;
+    for (int rep = 0; rep < reps; ++rep) {
+      const double r = seconds[copy_index][static_cast<std::size_t>(rep)] / seconds[k][static_cast<std::size_t>(rep)];
+      ratio.push_back(r);
+      (rep % 2 == 0 ? forward : reverse).push_back(r);
+    }
+    const double time = median(seconds[k]);
+    state.counters[name + "_us"] = benchmark::Counter(time * 1e6);
+    state.counters[name + "_GBps"] = benchmark::Counter(static_cast<double>(c.job_bytes) / time / 1e9);
+    state.counters[name + "_x_copy"] = benchmark::Counter(median(ratio));
+    state.counters[name + "_x_copy_fwd"] = benchmark::Counter(median(forward));
+    state.counters[name + "_x_copy_rev"] = benchmark::Counter(median(reverse));
+    state.counters[name + "_x_copy_q1"] = benchmark::Counter(quantile(ratio, 0.25));
+    state.counters[name + "_x_copy_q3"] = benchmark::Counter(quantile(ratio, 0.75));
+  }
+  state.counters["reps"] = benchmark::Counter(reps);
+  state.SetBytesProcessed(static_cast<std::int64_t>(c.job_bytes));
+  if (c.modified_slot >= 0) DeviceBufferPool::instance().mark_modified(c.modified_slot);
+}
+
+/// Launches hardact::transform on the forced path (or the automatic one).
+template <class Call>
+cudaError_t on_path(Contender c, const Call& call) {
+  using hardact::detail::ScopedTransformPath;
+  using hardact::detail::TransformPath;
+  const TransformPath path = c == Contender::hardact_direct   ? TransformPath::direct
+                             : c == Contender::hardact_staged ? TransformPath::staged
+                                                              : TransformPath::automatic;
+  const ScopedTransformPath forced(path);
+  return call();
+}
+
+/// memcpy, hardact, cub; in the full sweep also hardact's two paths forced.
+inline std::vector<Contender> contenders_for(const Options& o) {
+  if (o.sweep == Sweep::full) {
+    return {Contender::memcpy, Contender::hardact, Contender::hardact_direct, Contender::hardact_staged, Contender::cub};
+  }
+  return {Contender::memcpy, Contender::hardact, Contender::cub};
+}
+
+/// Acquires a slot of at least `bytes` and fills its first bytes / sizeof(T) elements with random T.
+template <class T>
+cudaError_t prepared_slot(int slot, std::size_t bytes, std::uint64_t seed, void** pointer) {
+  DeviceBufferPool& pool = DeviceBufferPool::instance();
+  cudaError_t status = pool.acquire(slot, bytes, pointer);
+  if (status == cudaSuccess) status = pool.fill<T>(slot, bytes / sizeof(T), seed, bench_stream());
+  return status;
+}
+
+/// What cub::DeviceTransform calls: the policy on the inputs' elements, rounded to TOut the way
+/// hardact does (computed in float for mixed types, rounded once).
+template <class Op, class TOut>
+struct RoundedOp {
+  Op op;
+  template <class... T>
+  __device__ TOut operator()(T... x) const {
+    return hardact::detail::apply_op<TOut>(op, x...);
+  }
+};
+
+}  // namespace hardact_bench
