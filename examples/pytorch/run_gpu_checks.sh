@@ -2,9 +2,10 @@
 # One command for a GPU machine with PyTorch and nvcc: installs the package from this checkout,
 # then runs every one-GPU check and prints a summary.
 #
-#   examples/pytorch/run_gpu_checks.sh            # install + check_ops, check_forward, check_backward
+#   examples/pytorch/run_gpu_checks.sh            # install + check_ops, check_fused, check_forward, check_backward
 #   examples/pytorch/run_gpu_checks.sh --bench    # ... then bench.py (4096 x 393216), bench_host.py
-#                                                 # (host time per call), bench_models.py (real networks)
+#                                                 # (host time per call), bench_models.py (real networks),
+#                                                 # bench_fused.py, bench_fused_models.py (fused ops, rewrite)
 #   examples/pytorch/run_gpu_checks.sh --no-install
 #
 # Environment: PYTHON (default python3), LOG_DIR (default a new temporary folder; each script's
@@ -54,11 +55,11 @@ if [[ $install == 1 ]]; then
 fi
 # From the log folder, so that the installed package is imported, never the source tree.
 cd "$logs" || exit 1
-for script in check_ops check_forward check_backward; do
+for script in check_ops check_fused check_forward check_backward; do
   step "$script" "$python" "$here/$script.py"
 done
 if [[ $bench == 1 ]]; then
-  for script in bench bench_host bench_models; do
+  for script in bench bench_host bench_models bench_fused bench_fused_models; do
     step "$script" "$python" "$here/$script.py"
     cat "$logs/$script.log"
   done

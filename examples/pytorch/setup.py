@@ -54,8 +54,9 @@ setup(
     ext_modules=[
         CUDAExtension(
             name="hardact_torch._C",
-            sources=["src/hardact_torch/csrc/ops.cu", "src/hardact_torch/csrc/checks.cu",
-                     "src/hardact_torch/csrc/autograd.cpp", "src/hardact_torch/csrc/python_module.cpp"],
+            sources=["src/hardact_torch/csrc/ops.cu", "src/hardact_torch/csrc/fused_ops.cu",
+                     "src/hardact_torch/csrc/checks.cu", "src/hardact_torch/csrc/autograd.cpp",
+                     "src/hardact_torch/csrc/fused_autograd.cpp", "src/hardact_torch/csrc/python_module.cpp"],
             include_dirs=[hardact_include_dir()],
             extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3"]},
         )

@@ -31,12 +31,15 @@ from torch.compiler import is_compiling as _is_compiling
 from torch.overrides import handle_torch_function as _handle_torch_function
 
 from . import _C  # loading the extension registers torch.ops.hardact
-from ._registrations import DTENSOR_SHARDING_REGISTERED, SUPPORTED_DTYPES, UNARY_OPS, sharded_ops
+from ._registrations import (DTENSOR_SHARDING_REGISTERED, FUSED_ACTIVATIONS, SUPPORTED_DTYPES, UNARY_OPS,
+                             sharded_ops)
 
 __all__ = [
     "SUPPORTED_DTYPES", "UNARY_OPS", "DTENSOR_SHARDING_REGISTERED", "sharded_ops",
     "hardsigmoid", "hardsigmoid_", "hardtanh", "hardtanh_", "hardswish", "hardswish_", "relu6", "relu6_",
     "HardSigmoid", "HardTanh", "HardSwish", "ReLU6", "ModelNew", "replace_activations",
+    "FUSED_ACTIVATIONS", "scale_shift_activation", "bias_activation", "residual_activation", "hardsigmoid_gate",
+    "BatchNormActivation", "fuse_batchnorm_activation",
 ]
 
 ops = torch.ops.hardact
@@ -185,3 +188,186 @@ def replace_activations(model: nn.Module) -> int:
                 setattr(parent, name, new)
                 replaced += 1
     return replaced
+
+
+# ---- fused epilogues ------------------------------------------------------------------------------
+# One pass where eager PyTorch makes two or three: the activation with the per-channel scale and
+# shift of a folded BatchNorm, a bias, a residual or a squeeze-excitation gate (csrc/fused_ops.cu).
+# Computed in float (double for float64) and rounded once; x * scale and + shift are rounded
+# separately, never fused into an FMA. Under torch.compile they are the same expression in ATen
+# operators, which Inductor fuses itself.
+
+
+def _activation_reference(z: torch.Tensor, activation: str, min_val: float, max_val: float) -> torch.Tensor:
+    if activation == "identity":
+        return z
+    if activation == "hardtanh":
+        return F.hardtanh(z, min_val, max_val)
+    return getattr(F, activation)(z)
+
+
+def _channel_view(p: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return p.reshape([1, x.shape[1]] + [1] * (x.dim() - 2))
+
+
+def _compute_dtype(x: torch.Tensor) -> torch.dtype:
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
+def scale_shift_activation(x: torch.Tensor, scale: torch.Tensor | None, shift: torch.Tensor | None,
+                           activation: str = "identity", min_val: float = -1.0, max_val: float = 1.0) -> torch.Tensor:
+    """activation(x * scale[c] + shift[c]) for c along dim 1 of x (a channel of NCHW or channels-last
+    x, a column of a 2-D x): a folded inference BatchNorm and its activation in one pass. shift alone
+    is a bias (x + shift[c]); scale needs a shift. activation: one of FUSED_ACTIVATIONS ("relu" is
+    hardtanh(0, inf), F.relu's results). scale and shift are used in float32 (float64 for float64 x).
+    In float32 bit for bit `act(x * scale.view(C, 1, 1) + shift.view(C, 1, 1))`; float16 and
+    bfloat16 round once, at the end. Differentiable in x, scale and shift."""
+    if _is_compiling():
+        dtype = _compute_dtype(x)
+        z = x.to(dtype)
+        if scale is not None:
+            z = z * _channel_view(scale, x).to(dtype)
+        if shift is not None:
+            z = z + _channel_view(shift, x).to(dtype)
+        return _activation_reference(z, activation, min_val, max_val).to(x.dtype)
+    return _C.scale_shift_activation(x, scale, shift, activation, float(min_val), float(max_val))
+
+
+def bias_activation(x: torch.Tensor, bias: torch.Tensor, activation: str = "identity", min_val: float = -1.0,
+                    max_val: float = 1.0) -> torch.Tensor:
+    """activation(x + bias[c]), c along dim 1 (the last dim of a 2-D x, e.g. a Linear's output)."""
+    return scale_shift_activation(x, None, bias, activation, min_val, max_val)
+
+
+def residual_activation(x: torch.Tensor, residual: torch.Tensor, activation: str = "identity",
+                        min_val: float = -1.0, max_val: float = 1.0) -> torch.Tensor:
+    """activation(x + residual), residual of x's shape and dtype; float32 bit for bit `act(x + residual)`."""
+    if _is_compiling():
+        dtype = _compute_dtype(x)
+        return _activation_reference(x.to(dtype) + residual.to(dtype), activation, min_val, max_val).to(x.dtype)
+    return _C.residual_activation(x, residual, activation, float(min_val), float(max_val))
+
+
+def hardsigmoid_gate(x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+    """x * hardsigmoid(gate), gate holding one value per (n, c) of x (shape (N, C) or (N, C, 1, 1)):
+    squeeze-excitation's gating. float32: bit for bit `x * F.hardsigmoid(gate)`."""
+    if _is_compiling():
+        dtype = _compute_dtype(x)
+        g = gate.reshape([x.shape[0], x.shape[1]] + [1] * (x.dim() - 2)).to(dtype)
+        g = (g + 3.0).clamp(0.0, 6.0) / torch.full_like(g, 6.0) if dtype == torch.float64 else F.hardsigmoid(g)
+        return (x.to(dtype) * g).to(x.dtype)
+    return _C.hardsigmoid_gate(x, gate)
+
+
+class BatchNormActivation(nn.Module):
+    """An inference BatchNorm folded into a per-channel scale and shift, and its activation, in one
+    pass: activation(x * scale + shift) with scale = weight / sqrt(running_var + eps) and shift =
+    bias - running_mean * scale, computed in float64 from the BatchNorm's state and kept in float32
+    (float64 for a float64 BatchNorm). Made by fuse_batchnorm_activation or from_batchnorm; the
+    scale and shift are frozen: a later change to the BatchNorm's statistics is not seen.
+
+    Against PyTorch eager (cuDNN's or ATen's BatchNorm, then the activation) the results differ by
+    rounding only: eager normalises as (x - mean) * invstd * weight + bias in its own order, and in
+    float16/bfloat16 rounds between the two kernels. Bit for bit, it is
+    `act(x * scale.view(C, 1, 1) + shift.view(C, 1, 1))` in float32."""
+
+    def __init__(self, scale: torch.Tensor, shift: torch.Tensor, activation: str = "identity",
+                 min_val: float = -1.0, max_val: float = 1.0):
+        super().__init__()
+        if activation not in FUSED_ACTIVATIONS:
+            raise ValueError(f"hardact.BatchNormActivation: activation must be one of {FUSED_ACTIVATIONS}, "
+                             f"got {activation!r}")
+        if activation == "hardtanh" and min_val > max_val:
+            raise ValueError("min_val cannot be greater than max_val")
+        self.register_buffer("scale", scale)
+        self.register_buffer("shift", shift)
+        self.activation, self.min_val, self.max_val = activation, float(min_val), float(max_val)
+
+    @classmethod
+    def from_batchnorm(cls, bn: nn.modules.batchnorm._BatchNorm, activation: str = "identity",
+                       min_val: float = -1.0, max_val: float = 1.0) -> "BatchNormActivation":
+        if bn.running_mean is None or bn.running_var is None:
+            raise ValueError("hardact.BatchNormActivation: the BatchNorm has no running statistics to fold")
+        with torch.no_grad():
+            invstd = torch.rsqrt(bn.running_var.double() + bn.eps)
+            weight = bn.weight.double() if bn.weight is not None else torch.ones_like(invstd)
+            bias = bn.bias.double() if bn.bias is not None else torch.zeros_like(invstd)
+            scale = weight * invstd
+            shift = bias - bn.running_mean.double() * scale
+            dtype = torch.float64 if bn.running_mean.dtype == torch.float64 else torch.float32
+        return cls(scale.to(dtype), shift.to(dtype), activation, min_val, max_val)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return scale_shift_activation(x, self.scale, self.shift, self.activation, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        bounds = f", min_val={self.min_val}, max_val={self.max_val}" if self.activation == "hardtanh" else ""
+        return f"{self.scale.numel()}, activation={self.activation}{bounds}"
+
+
+def _fused_activation(module: nn.Module) -> tuple[str, float, float] | None:
+    """(name, min_val, max_val) of an activation module the fused op computes, or None."""
+    kind = type(module)
+    if kind in (nn.Hardswish, HardSwish):
+        return "hardswish", -1.0, 1.0
+    if kind in (nn.Hardsigmoid, HardSigmoid):
+        return "hardsigmoid", -1.0, 1.0
+    if kind in (nn.ReLU6, ReLU6):
+        return "relu6", 0.0, 6.0
+    if kind in (nn.Hardtanh, HardTanh):
+        return "hardtanh", float(module.min_val), float(module.max_val)
+    if kind is nn.ReLU:
+        return "relu", 0.0, float("inf")
+    if kind is nn.Identity:
+        return "identity", -1.0, 1.0
+    return None
+
+
+def _is_timm_batchnorm_act(module: nn.Module) -> bool:
+    """timm's BatchNormAct2d: a BatchNorm2d with .act (and .drop, identity in eval) applied after it."""
+    return (isinstance(module, nn.BatchNorm2d) and type(module).__name__ == "BatchNormAct2d"
+            and hasattr(module, "act") and hasattr(module, "drop"))
+
+
+def _foldable(bn: nn.Module) -> bool:
+    return (type(bn) in (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d) or _is_timm_batchnorm_act(bn)) \
+        and bn.running_mean is not None and bn.running_var is not None
+
+
+def fuse_batchnorm_activation(model: nn.Module) -> int:
+    """Rewrites an eval-mode model in place: every BatchNorm followed by an activation hardact fuses
+    (hardswish, hardsigmoid, relu6, hardtanh, relu) becomes one BatchNormActivation, where it appears
+    as
+      - two consecutive modules of an nn.Sequential (torchvision's Conv2dNormActivation is one): the
+        BatchNorm is replaced, the activation removed;
+      - timm's BatchNormAct2d (its activation, or none, is part of the module).
+    A BatchNorm whose statistics are not tracked is left alone. Returns how many were fused.
+    Raises RuntimeError for a model in training mode: its BatchNorms use batch statistics."""
+    if model.training:
+        raise RuntimeError("hardact.fuse_batchnorm_activation: the model is in training mode; call model.eval() "
+                           "first (a training BatchNorm normalises with batch statistics, which cannot be folded)")
+    fused = 0
+    for parent in list(model.modules()):
+        if isinstance(parent, nn.Sequential):
+            names = list(parent._modules.keys())
+            drop = []
+            for first, second in zip(names, names[1:]):
+                bn, act = parent._modules[first], parent._modules[second]
+                if first in drop or type(bn) not in (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d) \
+                        or not _foldable(bn):
+                    continue
+                spec = _fused_activation(act)
+                if spec is None or spec[0] == "identity":
+                    continue
+                parent._modules[first] = BatchNormActivation.from_batchnorm(bn, *spec).to(bn.running_mean.device)
+                drop.append(second)
+                fused += 1
+            for name in drop:
+                del parent._modules[name]
+        for name, child in list(parent.named_children()):
+            if _is_timm_batchnorm_act(child) and _foldable(child):
+                spec = _fused_activation(child.act)
+                if spec is not None:
+                    setattr(parent, name, BatchNormActivation.from_batchnorm(child, *spec).to(child.running_mean.device))
+                    fused += 1
+    return fused

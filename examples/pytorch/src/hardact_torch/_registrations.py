@@ -1,8 +1,9 @@
-"""Python-side registrations for the hardact operators defined in csrc/ops.cu (their autograd is
-C++, csrc/autograd.cpp):
+"""Python-side registrations for the hardact operators defined in csrc/ops.cu and csrc/fused_ops.cu
+(their autograd is C++, csrc/autograd.cpp and csrc/fused_autograd.cpp):
 
 - fake (meta) kernels, so torch.compile, torch.export and FakeTensorMode can trace the ops;
-- DTensor sharding rules: every op is pointwise, so a sharded input stays sharded (no collective).
+- DTensor sharding rules: every op is pointwise, so a sharded input stays sharded (no collective);
+  scale_shift_activation keeps its per-channel parameters replicated (x sharded on any dim but 1).
 
 The fake kernels repeat the argument checks of the CUDA kernels that depend only on metadata, so a
 compiled graph fails while tracing instead of at run time.
@@ -16,6 +17,8 @@ import torch
 
 SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 UNARY_OPS = ("hardsigmoid", "hardtanh", "hardswish", "relu6")
+FUSED_OPS = ("scale_shift_activation", "residual_activation", "hardsigmoid_gate")
+FUSED_ACTIVATIONS = ("identity", "hardsigmoid", "hardswish", "relu6", "hardtanh", "relu")
 
 _ops = torch.ops.hardact
 
@@ -95,6 +98,52 @@ def _register_fakes() -> None:
         return torch.empty_like(x)
 
 
+def _check_activation(op_name: str, activation: str, min_val: float, max_val: float) -> None:
+    torch._check_value(activation in FUSED_ACTIVATIONS,
+                       lambda: f"hardact::{op_name}: activation must be one of {', '.join(FUSED_ACTIVATIONS)}; "
+                               f"got '{activation}'")
+    if activation == "hardtanh":
+        _check_bounds(op_name, min_val, max_val)
+
+
+def _check_channel_input(op_name: str, x: torch.Tensor) -> None:
+    _check_dtype(op_name, x)
+    torch._check_value(x.dim() >= 2,
+                       lambda: f"hardact::{op_name}: x needs a channel dimension (dim 1); got shape {tuple(x.shape)}")
+
+
+def _register_fused_fakes() -> None:
+    @torch.library.register_fake("hardact::scale_shift_activation")
+    def _(x, scale=None, shift=None, activation="identity", min_val=-1.0, max_val=1.0):
+        name = "scale_shift_activation"
+        _check_channel_input(name, x)
+        _check_activation(name, activation, min_val, max_val)
+        torch._check_value(scale is None or shift is not None,
+                           lambda: f"hardact::{name}: a scale needs a shift (pass zeros for x * scale alone)")
+        for what, p in (("scale", scale), ("shift", shift)):
+            if p is not None:
+                torch._check_value(p.numel() == x.shape[1],
+                                   lambda: f"hardact::{name}: {what} has {p.numel()} elements, expected {x.shape[1]}")
+        return torch.empty_like(x)
+
+    @torch.library.register_fake("hardact::residual_activation")
+    def _(x, residual, activation="identity", min_val=-1.0, max_val=1.0):
+        _check_dtype("residual_activation", x)
+        _check_like_x("residual_activation", x, residual, "residual")
+        _check_activation("residual_activation", activation, min_val, max_val)
+        return torch.empty_like(x)
+
+    @torch.library.register_fake("hardact::hardsigmoid_gate")
+    def _(x, gate):
+        _check_channel_input("hardsigmoid_gate", x)
+        torch._check_type(gate.dtype == x.dtype,
+                          lambda: f"hardact::hardsigmoid_gate: gate has dtype {gate.dtype}, x has {x.dtype}")
+        torch._check_value(gate.dim() >= 2 and gate.shape[0] == x.shape[0] and gate.shape[1] == x.shape[1]
+                           and gate.numel() == x.shape[0] * x.shape[1],
+                           lambda: "hardact::hardsigmoid_gate: gate must hold one value per (n, c) of x")
+        return torch.empty_like(x)
+
+
 # ---- DTensor -------------------------------------------------------------------------------------
 
 def sharded_ops() -> list:
@@ -105,7 +154,7 @@ def sharded_ops() -> list:
     for name in UNARY_OPS:
         overloads += [getattr(_ops, name).default, getattr(_ops, name + "_").default,
                       getattr(_ops, name + "_backward").default]
-    return overloads
+    return overloads + [_ops.scale_shift_activation.default, _ops.residual_activation.default]
 
 
 def _register_sharding() -> bool:
@@ -136,8 +185,19 @@ def _register_sharding() -> bool:
         register_sharding(getattr(_ops, name).default)(rule(1, True))
         register_sharding(getattr(_ops, name + "_").default)(rule(1, False))
         register_sharding(getattr(_ops, name + "_backward").default)(rule(2, True))
+    register_sharding(_ops.residual_activation.default)(rule(2, True))
+
+    # Per-channel parameters are whole on every rank: x may be sharded on any dimension but the
+    # channel one (dim 1), and the parameters replicated; the output is sharded as x.
+    @register_sharding(_ops.scale_shift_activation.default)
+    def _(x, scale=None, shift=None, *rest, **kwargs):
+        others = [None] * (len(rest) + len(kwargs))
+        params = [None if p is None else Replicate() for p in (scale, shift)]
+        return [([placement], [placement] + params + others)
+                for placement in [Replicate()] + [Shard(dim) for dim in range(x.ndim) if dim != 1]]
     return True
 
 
 _register_fakes()
+_register_fused_fakes()
 DTENSOR_SHARDING_REGISTERED = _register_sharding()

@@ -149,6 +149,77 @@ PyObject* hardtanh_inplace(PyObject* /*module*/, PyObject* const* args, Py_ssize
   END_HANDLE_TH_ERRORS
 }
 
+/// A tensor argument that may be None.
+c10::optional<Tensor> optional_tensor_argument(const char* name, PyObject* object) {
+  if (object == Py_None) return c10::nullopt;
+  return tensor_argument(name, object);
+}
+
+c10::string_view string_argument(PyObject* object) {
+  Py_ssize_t size = 0;
+  const char* text = PyUnicode_AsUTF8AndSize(object, &size);
+  if (text == nullptr) throw python_error();
+  return c10::string_view(text, static_cast<std::size_t>(size));
+}
+
+/// scale_shift_activation(x, scale, shift, activation, min_val, max_val) -> new tensor.
+PyObject* scale_shift_activation(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  constexpr const char* kName = "scale_shift_activation";
+  expect_arguments(kName, nargs, 6);
+  const Tensor& x = tensor_argument(kName, args[0]);
+  const c10::optional<Tensor> scale = optional_tensor_argument(kName, args[1]);
+  const c10::optional<Tensor> shift = optional_tensor_argument(kName, args[2]);
+  const c10::string_view activation = string_argument(args[3]);
+  const double min_val = float_argument(args[4]), max_val = float_argument(args[5]);
+  static const auto op = find_op<Tensor(const Tensor&, const c10::optional<Tensor>&, const c10::optional<Tensor>&,
+                                        c10::string_view, double, double)>("hardact::scale_shift_activation");
+  Tensor out;
+  {
+    const GilRelease no_gil;
+    out = op.call(x, scale, shift, activation, min_val, max_val);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+/// residual_activation(x, residual, activation, min_val, max_val) -> new tensor.
+PyObject* residual_activation(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  constexpr const char* kName = "residual_activation";
+  expect_arguments(kName, nargs, 5);
+  const Tensor& x = tensor_argument(kName, args[0]);
+  const Tensor& residual = tensor_argument(kName, args[1]);
+  const c10::string_view activation = string_argument(args[2]);
+  const double min_val = float_argument(args[3]), max_val = float_argument(args[4]);
+  static const auto op = find_op<Tensor(const Tensor&, const Tensor&, c10::string_view, double, double)>(
+      "hardact::residual_activation");
+  Tensor out;
+  {
+    const GilRelease no_gil;
+    out = op.call(x, residual, activation, min_val, max_val);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+/// hardsigmoid_gate(x, gate) -> new tensor.
+PyObject* hardsigmoid_gate(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  constexpr const char* kName = "hardsigmoid_gate";
+  expect_arguments(kName, nargs, 2);
+  const Tensor& x = tensor_argument(kName, args[0]);
+  const Tensor& gate = tensor_argument(kName, args[1]);
+  static const auto op = find_op<Tensor(const Tensor&, const Tensor&)>("hardact::hardsigmoid_gate");
+  Tensor out;
+  {
+    const GilRelease no_gil;
+    out = op.call(x, gate);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
 constexpr char kHardsigmoidName[] = "hardsigmoid";
 constexpr char kHardswishName[] = "hardswish";
 constexpr char kRelu6Name[] = "relu6";
@@ -167,6 +238,11 @@ PyMethodDef methods[] = {
     fastcall("hardswish_", inplace<kHardswishInplace, kHardswishName>, "hardswish_(x) -> x"),
     fastcall("relu6_", inplace<kRelu6Inplace, kRelu6Name>, "relu6_(x) -> x"),
     fastcall("hardtanh_", hardtanh_inplace, "hardtanh_(x, min_val, max_val) -> x"),
+    fastcall("scale_shift_activation", scale_shift_activation,
+             "scale_shift_activation(x, scale, shift, activation, min_val, max_val) -> Tensor"),
+    fastcall("residual_activation", residual_activation,
+             "residual_activation(x, residual, activation, min_val, max_val) -> Tensor"),
+    fastcall("hardsigmoid_gate", hardsigmoid_gate, "hardsigmoid_gate(x, gate) -> Tensor"),
     {nullptr, nullptr, 0, nullptr},
 };
 

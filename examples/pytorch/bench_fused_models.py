@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Real networks in eval mode with and without hardact_torch.fuse_batchnorm_activation.
+
+    python3 examples/pytorch/bench_fused_models.py
+    python3 examples/pytorch/bench_fused_models.py --models mobilenetv3_large_100 --compiled none --reps 21
+
+Each model (timm or torchvision, random weights) is built once, put in eval mode and channels_last,
+and copied; the copy is rewritten: fuse_batchnorm_activation folds every BatchNorm followed by
+one of the activations hardact fuses (and timm's BatchNormAct2d) into one BatchNormActivation,
+then replace_activations swaps the remaining activation modules. Per dtype (float32, bfloat16),
+eager (and compiled for --compiled models), timed as bench_models.py times (models taking turns,
+both orders, medians; ratio torch.nn / hardact per rep, >= 1: the rewrite is faster), with each
+forward's GPU profile: all kernels, and the BatchNorm and activation kernels.
+
+The rewrite changes the arithmetic (x * scale + shift instead of BatchNorm's normalisation, and in
+bfloat16 one rounding instead of two), so outputs are not bit-identical: printed is the largest
+absolute difference between the two models' outputs, and that difference relative to the largest
+output magnitude. Exit status: 0 ran, 1 a model failed to rewrite or a difference is out of
+bounds (relative 1e-3 in float32, 5e-2 in bfloat16), 2 no GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import re
+import statistics
+import sys
+import time
+
+import torch
+from torch import nn
+
+from bench_models import TIMM_MODELS, TORCHVISION_MODELS, build, stop_compile_workers, time_pair
+from checklib import describe_gpu, import_package
+
+ha = import_package()
+
+NORM_KERNEL = re.compile(r"batch_?norm|bn_fw|bn_|welford", re.IGNORECASE)
+ACTIVATION_KERNEL = re.compile(r"hardswish|hardsigmoid|hardtanh|relu6|clamp|threshold|transform_kernel",
+                               re.IGNORECASE)
+RELATIVE_BOUND = {torch.float32: 1e-3, torch.bfloat16: 5e-2}
+
+
+def gpu_profile(model, x: torch.Tensor) -> tuple[float, int, float, float]:
+    """For one forward: ms of GPU kernel time, kernel count, ms in BatchNorm kernels, ms in activation
+    kernels (hardact's fused kernels count as activation kernels)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        model(x)
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    total = sum(e.device_time_total for e in kernels) / 1e3
+    norm = sum(e.device_time_total for e in kernels if NORM_KERNEL.search(e.name)) / 1e3
+    act = sum(e.device_time_total for e in kernels if ACTIVATION_KERNEL.search(e.name)) / 1e3
+    return total, len(kernels), norm, act
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default=",".join(TIMM_MODELS + TORCHVISION_MODELS))
+    parser.add_argument("--compiled", default="none",
+                        help="models also timed under torch.compile: a comma list, 'all' or 'none'")
+    parser.add_argument("--dtypes", default="float32,bfloat16")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--reps", type=int, default=31)
+    parser.add_argument("--iters", type=int, default=10, help="forwards per timing")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("no CUDA GPU visible to PyTorch: nothing was run")
+        return 2
+    print(describe_gpu())
+    print(f"PyTorch {torch.__version__}; batch {args.batch}, 224x224, channels_last, eval; {args.reps} reps of "
+          f"{args.iters} forwards; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    names = [n for n in args.models.split(",") if n]
+    compiled = set(names if args.compiled == "all" else [] if args.compiled == "none" else args.compiled.split(","))
+    dtypes = [getattr(torch, d) for d in args.dtypes.split(",")]
+    failures: list[str] = []
+    table = ["| model, dtype, mode | torch.nn ms/forward | rewritten ms/forward | ratio (even / odd reps; min-max) | "
+             "GPU torch.nn: total, kernels (BatchNorm, activations) | GPU rewritten | max abs diff (relative) |",
+             "|---|---|---|---|---|---|---|"]
+    for name in names:
+        try:
+            base = build(name).cuda().eval().to(memory_format=torch.channels_last)
+        except ImportError as error:
+            print(f"skipped {name}: {error}")
+            continue
+        rewritten = copy.deepcopy(base)
+        fused = ha.fuse_batchnorm_activation(rewritten)
+        swapped = ha.replace_activations(rewritten)
+        left = sum(1 for m in rewritten.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm))
+        print(f"{name}: {fused} BatchNorm + activation pairs fused, {swapped} other activations replaced, "
+              f"{left} BatchNorms left")
+        if fused == 0:
+            failures.append(f"{name}: nothing was fused")
+        for dtype in dtypes:
+            x = torch.randn(args.batch, 3, 224, 224, device="cuda").to(dtype).to(memory_format=torch.channels_last)
+            eager = {"torch.nn": copy.deepcopy(base).to(dtype), "hardact": copy.deepcopy(rewritten).to(dtype)}
+            modes = [("eager", eager)]
+            if name in compiled:
+                torch._dynamo.reset()
+                modes.append(("compiled", {k: torch.compile(m, fullgraph=True) for k, m in eager.items()}))
+            for mode, models in modes:
+                label = f"{name}, {str(dtype).replace('torch.', '')}, {mode}"
+                with torch.no_grad():
+                    outputs = {k: m(x).float() for k, m in models.items()}
+                    if mode == "compiled":
+                        stop_compile_workers()
+                    for _ in range(3):
+                        for m in models.values():
+                            m(x)
+                    difference = (outputs["hardact"] - outputs["torch.nn"]).abs().max().item()
+                    relative = difference / max(outputs["torch.nn"].abs().max().item(), 1e-30)
+                    if not relative <= RELATIVE_BOUND[dtype]:
+                        failures.append(f"{label}: output differs by {difference:.3g} (relative {relative:.3g})")
+                    times = time_pair(models, x, args.reps, args.iters)
+                    profiles = {k: gpu_profile(m, x) for k, m in models.items()}
+                ratios = [a / b for a, b in zip(times["torch.nn"], times["hardact"])]
+                even, odd = ratios[0::2], ratios[1::2]
+                p_nn, p_ha = profiles["torch.nn"], profiles["hardact"]
+                line = (f"| {label} | {statistics.median(times['torch.nn']):.3f} | "
+                        f"{statistics.median(times['hardact']):.3f} | **{statistics.median(ratios):.3f}** "
+                        f"({statistics.median(even):.3f} / {statistics.median(odd):.3f}; "
+                        f"{min(ratios):.3f}-{max(ratios):.3f}) | {p_nn[0]:.3f} ms, {p_nn[1]} ({p_nn[2]:.3f}, "
+                        f"{p_nn[3]:.3f}) | {p_ha[0]:.3f} ms, {p_ha[1]} ({p_ha[2]:.3f}, {p_ha[3]:.3f}) | "
+                        f"{difference:.3g} ({relative:.2g}) |")
+                table.append(line)
+                print(line, flush=True)
+    print("\n" + "\n".join(table))
+    for failure in failures:
+        print(f"FAIL {failure}")
+    print(f"bench_fused_models: {'PASSED' if not failures else 'FAILED'} ({len(failures)} failures)")
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

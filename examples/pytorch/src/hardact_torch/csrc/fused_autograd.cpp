@@ -1,0 +1,271 @@
+// Autograd kernels of the fused operators (fused_ops.cu), as autograd.cpp does for the
+// activations: no input requiring grad costs a redispatch below autograd and nothing else;
+// otherwise a Node computes the gradients with ATen's operators (so they are differentiable
+// again, and parameter gradients are ATen's reductions), in float (double for float64), from the
+// saved inputs:
+//   scale_shift_activation: z = x * scale + shift, g = act'(z) * grad; dx = g * scale,
+//                           dscale = sum(g * x), dshift = sum(g), summed over every dim but 1
+//   residual_activation:    g = act'(x + residual) * grad; dx = dresidual = g
+//   hardsigmoid_gate:       dx = grad * hardsigmoid(gate), dgate = hardsigmoid'(gate) * sum(grad * x)
+// Forward-mode AD raises, as for the other hardact operators.
+
+#include "fused_activation.h"
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/DispatchKeySet.h>
+#include <torch/csrc/autograd/VariableTypeUtils.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/utils.h>
+#include <torch/csrc/autograd/saved_variable.h>
+#include <torch/library.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+
+using at::Tensor;
+using c10::DispatchKeySet;
+using hardact_torch::FusedActivation;
+using torch::autograd::SavedVariable;
+using torch::autograd::variable_list;
+
+template <class Signature>
+c10::TypedOperatorHandle<Signature> find_op(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
+}
+
+constexpr DispatchKeySet kBelowAutograd = c10::after_autograd_keyset;
+
+at::ScalarType compute_type(const Tensor& x) { return x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat; }
+
+/// act'(z) * grad, with ATen's backward operators.
+Tensor activation_backward(FusedActivation activation, double min_val, double max_val, const Tensor& grad,
+                           const Tensor& z) {
+  switch (activation) {
+    case FusedActivation::identity: return grad;
+    case FusedActivation::hardsigmoid: return at::hardsigmoid_backward(grad, z);
+    case FusedActivation::hardswish: return at::hardswish_backward(grad, z);
+    case FusedActivation::relu6: return at::hardtanh_backward(grad, z, 0.0, 6.0);
+    case FusedActivation::hardtanh: return at::hardtanh_backward(grad, z, min_val, max_val);
+    case FusedActivation::relu: return at::threshold_backward(grad, z, 0.0);
+  }
+  return grad;
+}
+
+/// `p` (one value per channel of x, or per (n, c)) shaped to broadcast against x.
+Tensor broadcast_view(const Tensor& p, const Tensor& x, bool per_plane) {
+  std::vector<int64_t> shape(static_cast<std::size_t>(x.dim()), 1);
+  shape[1] = x.size(1);
+  if (per_plane) shape[0] = x.size(0);
+  return p.reshape(shape);
+}
+
+/// Every dimension of x but the channel one (and the batch one too for per-plane values).
+std::vector<int64_t> reduced_dims(const Tensor& x, bool per_plane) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    if (d == 1 || (per_plane && d == 0)) continue;
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+void refuse_forward_ad(const char* op_name, const Tensor& t) {
+  TORCH_CHECK(!t.defined() || !torch::autograd::isFwGradDefined(t), "hardact::", op_name,
+              ": forward-mode AD (dual tensors) is not supported");
+}
+
+template <class NodeType>
+std::shared_ptr<NodeType> new_node(NodeType* node) {
+  return std::shared_ptr<NodeType>(node, torch::autograd::deleteNode);
+}
+
+struct ScaleShiftActivationBackward final : torch::autograd::TraceableFunction {
+  variable_list apply(variable_list&& grads) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    variable_list grad_inputs(3);
+    if (!grads[0].defined()) return grad_inputs;
+    const Tensor x = saved_x.unpack();
+    const Tensor scale = has_scale ? saved_scale.unpack() : Tensor();
+    const Tensor shift = has_shift ? saved_shift.unpack() : Tensor();
+    const at::ScalarType type = compute_type(x);
+    const Tensor xc = x.to(type);
+    const Tensor scale_view = has_scale ? broadcast_view(scale, x, false).to(type) : Tensor();
+    Tensor z = has_scale ? xc * scale_view : xc;
+    if (has_shift) z = z + broadcast_view(shift, x, false).to(type);
+    const Tensor g = activation_backward(activation, min_val, max_val, grads[0].to(type), z);
+    const std::vector<int64_t> dims = reduced_dims(x, false);
+    if (should_compute_output(0)) grad_inputs[0] = (has_scale ? g * scale_view : g).to(x.scalar_type());
+    if (has_scale && should_compute_output(1)) {
+      grad_inputs[1] = (g * xc).sum(dims).reshape(scale.sizes()).to(scale.scalar_type());
+    }
+    if (has_shift && should_compute_output(2)) {
+      grad_inputs[2] = g.sum(dims).reshape(shift.sizes()).to(shift.scalar_type());
+    }
+    return grad_inputs;
+  }
+  std::string name() const override { return "HardactBackward<scale_shift_activation>"; }
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    saved_x.reset_data();
+    saved_scale.reset_data();
+    saved_shift.reset_data();
+  }
+
+  FusedActivation activation = FusedActivation::identity;
+  double min_val = -1.0, max_val = 1.0;
+  bool has_scale = false, has_shift = false;
+  SavedVariable saved_x, saved_scale, saved_shift;
+};
+
+struct ResidualActivationBackward final : torch::autograd::TraceableFunction {
+  variable_list apply(variable_list&& grads) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    variable_list grad_inputs(2);
+    if (!grads[0].defined()) return grad_inputs;
+    const Tensor x = saved_x.unpack(), residual = saved_residual.unpack();
+    const at::ScalarType type = compute_type(x);
+    const Tensor g = activation_backward(activation, min_val, max_val, grads[0].to(type), x.to(type) + residual.to(type));
+    if (should_compute_output(0)) grad_inputs[0] = g.to(x.scalar_type());
+    if (should_compute_output(1)) grad_inputs[1] = g.to(residual.scalar_type());
+    return grad_inputs;
+  }
+  std::string name() const override { return "HardactBackward<residual_activation>"; }
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    saved_x.reset_data();
+    saved_residual.reset_data();
+  }
+
+  FusedActivation activation = FusedActivation::identity;
+  double min_val = -1.0, max_val = 1.0;
+  SavedVariable saved_x, saved_residual;
+};
+
+/// hardsigmoid of the gate in the compute type, as the kernel computes it (double: exactly / 6).
+Tensor gate_values(const Tensor& gate, at::ScalarType type) {
+  if (type == at::kDouble) {  // a tensor divisor: ATen multiplies by 1/scalar
+    const Tensor relu6 = (gate.to(type) + 3.0).clamp(0.0, 6.0);
+    return relu6 / at::full_like(relu6, 6.0);
+  }
+  return at::hardsigmoid(gate.to(type));
+}
+
+struct HardsigmoidGateBackward final : torch::autograd::TraceableFunction {
+  variable_list apply(variable_list&& grads) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    variable_list grad_inputs(2);
+    if (!grads[0].defined()) return grad_inputs;
+    const Tensor x = saved_x.unpack(), gate = saved_gate.unpack();
+    const at::ScalarType type = compute_type(x);
+    const Tensor grad = grads[0].to(type);
+    if (should_compute_output(0)) {
+      grad_inputs[0] = (grad * broadcast_view(gate_values(gate, type), x, true)).to(x.scalar_type());
+    }
+    if (should_compute_output(1)) {
+      const Tensor summed = (grad * x.to(type)).sum(reduced_dims(x, true)).reshape(gate.sizes());
+      grad_inputs[1] = at::hardsigmoid_backward(summed, gate.to(type)).to(gate.scalar_type());
+    }
+    return grad_inputs;
+  }
+  std::string name() const override { return "HardactBackward<hardsigmoid_gate>"; }
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    saved_x.reset_data();
+    saved_gate.reset_data();
+  }
+
+  SavedVariable saved_x, saved_gate;
+};
+
+using ScaleShiftSignature = Tensor(const Tensor&, const c10::optional<Tensor>&, const c10::optional<Tensor>&,
+                                   c10::string_view, double, double);
+using ResidualSignature = Tensor(const Tensor&, const Tensor&, c10::string_view, double, double);
+using GateSignature = Tensor(const Tensor&, const Tensor&);
+
+Tensor scale_shift_activation_autograd(DispatchKeySet keys, const Tensor& x, const c10::optional<Tensor>& scale,
+                                       const c10::optional<Tensor>& shift, c10::string_view activation, double min_val,
+                                       double max_val) {
+  static const auto op = find_op<ScaleShiftSignature>("hardact::scale_shift_activation");
+  const Tensor scale_tensor = scale.has_value() ? *scale : Tensor();
+  const Tensor shift_tensor = shift.has_value() ? *shift : Tensor();
+  refuse_forward_ad("scale_shift_activation", x);
+  refuse_forward_ad("scale_shift_activation", scale_tensor);
+  refuse_forward_ad("scale_shift_activation", shift_tensor);
+  const bool requires_grad = torch::autograd::compute_requires_grad(x, scale_tensor, shift_tensor);
+  Tensor out;
+  {
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    out = op.redispatch(keys & kBelowAutograd, x, scale, shift, activation, min_val, max_val);
+  }
+  if (requires_grad) {
+    auto node = new_node(new ScaleShiftActivationBackward());
+    node->activation = hardact_torch::parse_activation("scale_shift_activation", activation);
+    node->min_val = min_val;
+    node->max_val = max_val;
+    node->has_scale = scale_tensor.defined();
+    node->has_shift = shift_tensor.defined();
+    node->set_next_edges(torch::autograd::collect_next_edges(x, scale_tensor, shift_tensor));
+    node->saved_x = SavedVariable(x, false);
+    if (node->has_scale) node->saved_scale = SavedVariable(scale_tensor, false);
+    if (node->has_shift) node->saved_shift = SavedVariable(shift_tensor, false);
+    torch::autograd::set_history(out, node);
+  }
+  return out;
+}
+
+Tensor residual_activation_autograd(DispatchKeySet keys, const Tensor& x, const Tensor& residual,
+                                    c10::string_view activation, double min_val, double max_val) {
+  static const auto op = find_op<ResidualSignature>("hardact::residual_activation");
+  refuse_forward_ad("residual_activation", x);
+  refuse_forward_ad("residual_activation", residual);
+  const bool requires_grad = torch::autograd::compute_requires_grad(x, residual);
+  Tensor out;
+  {
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    out = op.redispatch(keys & kBelowAutograd, x, residual, activation, min_val, max_val);
+  }
+  if (requires_grad) {
+    auto node = new_node(new ResidualActivationBackward());
+    node->activation = hardact_torch::parse_activation("residual_activation", activation);
+    node->min_val = min_val;
+    node->max_val = max_val;
+    node->set_next_edges(torch::autograd::collect_next_edges(x, residual));
+    node->saved_x = SavedVariable(x, false);
+    node->saved_residual = SavedVariable(residual, false);
+    torch::autograd::set_history(out, node);
+  }
+  return out;
+}
+
+Tensor hardsigmoid_gate_autograd(DispatchKeySet keys, const Tensor& x, const Tensor& gate) {
+  static const auto op = find_op<GateSignature>("hardact::hardsigmoid_gate");
+  refuse_forward_ad("hardsigmoid_gate", x);
+  refuse_forward_ad("hardsigmoid_gate", gate);
+  const bool requires_grad = torch::autograd::compute_requires_grad(x, gate);
+  Tensor out;
+  {
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    out = op.redispatch(keys & kBelowAutograd, x, gate);
+  }
+  if (requires_grad) {
+    auto node = new_node(new HardsigmoidGateBackward());
+    node->set_next_edges(torch::autograd::collect_next_edges(x, gate));
+    node->saved_x = SavedVariable(x, false);
+    node->saved_gate = SavedVariable(gate, false);
+    torch::autograd::set_history(out, node);
+  }
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(hardact, Autograd, m) {
+  m.impl("scale_shift_activation", TORCH_FN(scale_shift_activation_autograd));
+  m.impl("residual_activation", TORCH_FN(residual_activation_autograd));
+  m.impl("hardsigmoid_gate", TORCH_FN(hardsigmoid_gate_autograd));
+}

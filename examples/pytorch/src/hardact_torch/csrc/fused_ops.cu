@@ -1,0 +1,212 @@
+// The fused operators: an activation applied in the same pass as the work around it, through
+// hardact's broadcast operands (operand.cuh) and fused policies (policy/fused.cuh).
+//
+//   scale_shift_activation(x, scale, shift, activation)  act(x * scale[c] + shift[c]), c = x's dim 1:
+//       a folded inference BatchNorm (both), a bias (shift only) or the activation alone (neither)
+//   residual_activation(x, residual, activation)         act(x + residual)
+//   hardsigmoid_gate(x, gate)                            x * hardsigmoid(gate[n, c]) (squeeze-excitation)
+//
+// Arithmetic: in float (double for float64), rounded once to x's dtype; x * scale and + shift are
+// rounded separately (never an FMA), so in float32 the results are bit for bit PyTorch's
+// `act(x * scale.view(C, 1, 1) + shift.view(C, 1, 1))`, `act(x + residual)` and
+// `x * F.hardsigmoid(gate)`; in float16/bfloat16 they round once where eager rounds after each op.
+// scale and shift are used in float32 (float64 for float64 x), whatever their dtype.
+//
+// Layout: the per-channel value of element i of a non-overlapping, dense tensor is
+// value[(i / stride(1)) % C] in memory order, whatever the order of its dimensions (NCHW,
+// channels-last, a row-major [M, C] matrix): one broadcast operand covers them all. Other layouts
+// go through one dense copy.
+
+#include "fused_activation.h"
+#include "tensor_launch.cuh"
+
+#include <hardact/hardact.cuh>
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <cstddef>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+using namespace hardact_torch;
+
+/// y = x: the activation of a fused op that has none (a BatchNorm alone).
+struct Identity {
+  template <class T>
+  __host__ __device__ T operator()(T x) const {
+    return x;
+  }
+};
+
+/// Calls f(policy) with hardact's policy for `activation`.
+template <class F>
+cudaError_t with_activation(FusedActivation activation, double min_val, double max_val, F&& f) {
+  switch (activation) {
+    case FusedActivation::identity: return f(Identity{});
+    case FusedActivation::hardsigmoid: return f(hardact::HardSigmoid{});
+    case FusedActivation::hardswish: return f(hardact::HardSwish{});
+    case FusedActivation::relu6: return f(hardact::ReLU6{});
+    case FusedActivation::hardtanh: return f(hardact::HardTanh{min_val, max_val});
+    case FusedActivation::relu: return f(hardact::HardTanh{0.0, std::numeric_limits<double>::infinity()});
+  }
+  return cudaErrorInvalidValue;
+}
+
+void check_fused_input(const char* op_name, const at::Tensor& x) {
+  TORCH_CHECK_VALUE(x.is_cuda(), "hardact::", op_name, ": expected a CUDA tensor, got one on ", x.device().str());
+  with_element_type(op_name, x.scalar_type(), [](auto) { return cudaSuccess; });  // dtype check only
+  TORCH_CHECK_VALUE(x.dim() >= 2, "hardact::", op_name, ": x needs a channel dimension (dim 1); got shape ",
+                    shape_string(x.sizes()));
+}
+
+/// A per-channel parameter as the kernel reads it: C values, contiguous, float32 (float64 for x
+/// float64), on x's device.
+at::Tensor channel_parameter(const char* op_name, const char* what, const at::Tensor& p, const at::Tensor& x,
+                             int64_t count) {
+  TORCH_CHECK_VALUE(p.device() == x.device(), "hardact::", op_name, ": ", what, " is on ", p.device().str(),
+                    ", x on ", x.device().str());
+  TORCH_CHECK_VALUE(p.numel() == count, "hardact::", op_name, ": ", what, " has ", std::to_string(p.numel()),
+                    " elements, expected ", std::to_string(count));
+  const at::ScalarType type = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  return p.reshape({count}).to(type).contiguous();
+}
+
+template <class Param>
+const Param* parameter_pointer(const at::Tensor& p) {
+  return static_cast<const Param*>(p.const_data_ptr());
+}
+
+at::Tensor scale_shift_activation(const at::Tensor& x, const c10::optional<at::Tensor>& scale,
+                                  const c10::optional<at::Tensor>& shift, c10::string_view activation_name,
+                                  double min_val, double max_val) {
+  constexpr const char* kName = "scale_shift_activation";
+  check_fused_input(kName, x);
+  const FusedActivation activation = parse_activation(kName, activation_name);
+  if (activation == FusedActivation::hardtanh) check_bounds(kName, min_val, max_val);
+  TORCH_CHECK_VALUE(!scale.has_value() || shift.has_value(), "hardact::", kName,
+                    ": a scale needs a shift (pass zeros for x * scale alone)");
+  const int64_t channels = x.size(1);
+  const at::Tensor scale_values = scale.has_value() ? channel_parameter(kName, "scale", *scale, x, channels) : at::Tensor();
+  const at::Tensor shift_values = shift.has_value() ? channel_parameter(kName, "shift", *shift, x, channels) : at::Tensor();
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  const at::Tensor input = x.is_non_overlapping_and_dense() ? x : x.contiguous();
+  at::Tensor out = at::empty_like(input);
+  const std::size_t n = static_cast<std::size_t>(input.numel());
+  if (n == 0) return out;
+  const std::size_t c = static_cast<std::size_t>(channels);
+  const std::size_t inner = channels > 1 ? static_cast<std::size_t>(input.stride(1)) : 1;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
+  check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
+                 using T = typename decltype(tag)::type;
+                 using Param = std::conditional_t<std::is_same_v<T, double>, double, float>;
+                 const T* in = static_cast<const T*>(input.const_data_ptr());
+                 T* result = static_cast<T*>(out.mutable_data_ptr());
+                 return with_activation(activation, min_val, max_val, [&](auto act) {
+                   if (scale_values.defined()) {
+                     return hardact::transform(hardact::scale_shift_activation(act), in,
+                                               hardact::per_channel(parameter_pointer<Param>(scale_values), c, inner),
+                                               hardact::per_channel(parameter_pointer<Param>(shift_values), c, inner),
+                                               result, n, stream);
+                   }
+                   if (shift_values.defined()) {
+                     return hardact::transform(hardact::bias_activation(act), in,
+                                               hardact::per_channel(parameter_pointer<Param>(shift_values), c, inner),
+                                               result, n, stream);
+                   }
+                   return hardact::transform(act, in, result, n, stream);
+                 });
+               }));
+  return out;
+}
+
+at::Tensor residual_activation(const at::Tensor& x, const at::Tensor& residual, c10::string_view activation_name,
+                               double min_val, double max_val) {
+  constexpr const char* kName = "residual_activation";
+  TORCH_CHECK_VALUE(x.is_cuda(), "hardact::", kName, ": expected a CUDA tensor, got one on ", x.device().str());
+  with_element_type(kName, x.scalar_type(), [](auto) { return cudaSuccess; });  // dtype check only
+  check_same(kName, x, residual, "residual");
+  const FusedActivation activation = parse_activation(kName, activation_name);
+  if (activation == FusedActivation::hardtanh) check_bounds(kName, min_val, max_val);
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  const at::Tensor input = x.is_non_overlapping_and_dense() ? x : x.contiguous();
+  at::Tensor out = at::empty_like(input);
+  const at::Tensor added = in_layout_of(residual, out);
+  const std::size_t n = static_cast<std::size_t>(input.numel());
+  if (n == 0) return out;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
+  check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
+                 using T = typename decltype(tag)::type;
+                 return with_activation(activation, min_val, max_val, [&](auto act) {
+                   return hardact::transform(hardact::residual_activation(act), static_cast<const T*>(input.const_data_ptr()),
+                                             static_cast<const T*>(added.const_data_ptr()),
+                                             static_cast<T*>(out.mutable_data_ptr()), n, stream);
+                 });
+               }));
+  return out;
+}
+
+at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
+  constexpr const char* kName = "hardsigmoid_gate";
+  check_fused_input(kName, x);
+  const int64_t planes = x.size(0) * x.size(1);
+  TORCH_CHECK_VALUE(gate.device() == x.device(), "hardact::", kName, ": gate is on ", gate.device().str(), ", x on ",
+                    x.device().str());
+  TORCH_CHECK_TYPE(gate.scalar_type() == x.scalar_type(), "hardact::", kName, ": gate has dtype ", gate.scalar_type(),
+                   ", x has ", x.scalar_type());
+  TORCH_CHECK_VALUE(gate.numel() == planes && gate.dim() >= 2 && gate.size(0) == x.size(0) && gate.size(1) == x.size(1),
+                    "hardact::", kName, ": gate must hold one value per (n, c) of x, shape (N, C) or (N, C, 1, ...); got ",
+                    shape_string(gate.sizes()), " for x ", shape_string(x.sizes()));
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  // One value per (n, c) plane is a broadcast operand only where the planes are contiguous runs:
+  // NCHW order. Channels-last x goes through ATen, which gives the same bits in two passes.
+  if (!x.is_contiguous()) {
+    // The same arithmetic as the kernel (in float, double for float64; rounded once), in ATen.
+    std::vector<int64_t> gate_shape(static_cast<std::size_t>(x.dim()), 1);
+    gate_shape[0] = x.size(0);
+    gate_shape[1] = x.size(1);
+    if (x.scalar_type() == at::kDouble) {  // a tensor divisor: ATen multiplies by 1/scalar
+      const at::Tensor relu6 = (gate.reshape(gate_shape) + 3.0).clamp(0.0, 6.0);
+      return x * (relu6 / at::full_like(relu6, 6.0));
+    }
+    return (x.to(at::kFloat) * at::hardsigmoid(gate.reshape(gate_shape).to(at::kFloat))).to(x.scalar_type());
+  }
+  at::Tensor out = at::empty_like(x);
+  const std::size_t n = static_cast<std::size_t>(x.numel());
+  if (n == 0) return out;
+  const at::Tensor gate_values = gate.reshape({planes}).contiguous();
+  const std::size_t inner = static_cast<std::size_t>(x.numel() / planes);
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
+  check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
+                 using T = typename decltype(tag)::type;
+                 return hardact::transform(hardact::HardSigmoidGate{}, static_cast<const T*>(x.const_data_ptr()),
+                                           hardact::per_channel(static_cast<const T*>(gate_values.const_data_ptr()),
+                                                                static_cast<std::size_t>(planes), inner),
+                                           static_cast<T*>(out.mutable_data_ptr()), n, stream);
+               }));
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(hardact, m) {
+  m.def(
+      "scale_shift_activation(Tensor x, Tensor? scale, Tensor? shift, str activation=\"identity\", "
+      "float min_val=-1., float max_val=1.) -> Tensor");
+  m.def(
+      "residual_activation(Tensor x, Tensor residual, str activation=\"identity\", float min_val=-1., "
+      "float max_val=1.) -> Tensor");
+  m.def("hardsigmoid_gate(Tensor x, Tensor gate) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(hardact, CUDA, m) {
+  m.impl("scale_shift_activation", &scale_shift_activation);
+  m.impl("residual_activation", &residual_activation);
+  m.impl("hardsigmoid_gate", &hardsigmoid_gate);
+}
