@@ -21,18 +21,16 @@ bounds (relative 1e-3 in float32, 5e-2 in bfloat16), 2 no GPU.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import re
 import statistics
 import sys
-import time
 
 import torch
 from torch import nn
 
-from bench_models import TIMM_MODELS, TORCHVISION_MODELS, build, stop_compile_workers, time_pair
-from checklib import describe_gpu, import_package
+from bench_models import benchmark_setup, build, stop_compile_workers, time_pair
+from checklib import import_package
 
 ha = import_package()
 
@@ -57,24 +55,10 @@ def gpu_profile(model, x: torch.Tensor) -> tuple[float, int, float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", default=",".join(TIMM_MODELS + TORCHVISION_MODELS))
-    parser.add_argument("--compiled", default="none",
-                        help="models also timed under torch.compile: a comma list, 'all' or 'none'")
-    parser.add_argument("--dtypes", default="float32,bfloat16")
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--reps", type=int, default=31)
-    parser.add_argument("--iters", type=int, default=10, help="forwards per timing")
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("no CUDA GPU visible to PyTorch: nothing was run")
+    setup = benchmark_setup(__doc__.split("\n\n")[0], "none")
+    if setup is None:
         return 2
-    print(describe_gpu())
-    print(f"PyTorch {torch.__version__}; batch {args.batch}, 224x224, channels_last, eval; {args.reps} reps of "
-          f"{args.iters} forwards; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    names = [n for n in args.models.split(",") if n]
-    compiled = set(names if args.compiled == "all" else [] if args.compiled == "none" else args.compiled.split(","))
-    dtypes = [getattr(torch, d) for d in args.dtypes.split(",")]
+    args, names, compiled, dtypes = setup
     failures: list[str] = []
     table = ["| model, dtype, mode | torch.nn ms/forward | rewritten ms/forward | ratio (even / odd reps; min-max) | "
              "GPU torch.nn: total, kernels (BatchNorm, activations) | GPU rewritten | max abs diff (relative) |",

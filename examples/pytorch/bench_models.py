@@ -149,10 +149,12 @@ def check_training(name: str, base: nn.Module, failures: list) -> str:
     return f"all {len(list(ours.parameters()))} parameter gradients bit-identical"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def benchmark_setup(description: str, compiled_default: str):
+    """Parses the real-network benchmarks' arguments and prints the header: (args, model names,
+    names also timed compiled, dtypes), or None when there is no GPU."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--models", default=",".join(TIMM_MODELS + TORCHVISION_MODELS))
-    parser.add_argument("--compiled", default="mobilenetv3_large_100",
+    parser.add_argument("--compiled", default=compiled_default,
                         help="models also timed under torch.compile: a comma list, 'all' or 'none'")
     parser.add_argument("--dtypes", default="float32,bfloat16")
     parser.add_argument("--batch", type=int, default=64)
@@ -161,13 +163,21 @@ def main() -> int:
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA GPU visible to PyTorch: nothing was run")
-        return 2
+        return None
     print(describe_gpu())
     print(f"PyTorch {torch.__version__}; batch {args.batch}, 224x224, channels_last, eval; {args.reps} reps of "
           f"{args.iters} forwards; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     names = [n for n in args.models.split(",") if n]
     compiled = set(names if args.compiled == "all" else [] if args.compiled == "none" else args.compiled.split(","))
     dtypes = [getattr(torch, d) for d in args.dtypes.split(",")]
+    return args, names, compiled, dtypes
+
+
+def main() -> int:
+    setup = benchmark_setup(__doc__.split("\n\n")[0], "mobilenetv3_large_100")
+    if setup is None:
+        return 2
+    args, names, compiled, dtypes = setup
     failures: list[str] = []
     table = ["| model, dtype, mode | torch.nn ms/forward | hardact ms/forward | ratio (even / odd reps; min-max) | "
              "GPU: torch.nn (time, kernels; activation kernels) | GPU: hardact |", "|---|---|---|---|---|---|"]

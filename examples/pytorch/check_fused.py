@@ -21,7 +21,6 @@ Prints FAIL lines and ends with `N passed, M failed[, K skipped]`; exit 0 no fai
 
 from __future__ import annotations
 
-import argparse
 import copy
 import sys
 
@@ -29,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from checklib import FLOAT_DTYPES, NAMES, Results, describe_gpu, import_package, mismatch_report, salted_random
+from checklib import FLOAT_DTYPES, NAMES, Results, import_package, mismatch_report, run_checks, salted_random
 
 ha = import_package()
 ops = torch.ops.hardact
@@ -454,28 +453,10 @@ def check_real_models(results: Results, generator: torch.Generator) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--no-gpu", action="store_true", help="only the checks that need no GPU")
-    parser.add_argument("--verbose", action="store_true", help="print passing checks too")
-    args = parser.parse_args()
-    print(describe_gpu())
-    results = Results(verbose=args.verbose)
-    check_registration(results)
-    check_fakes(results)
-    check_compile_tracing(results)
-    check_rewrite_cpu(results)
-    check_dtensor_rules(results)
-    gpu_checks = [check_forward, check_refusals, check_opcheck, check_autograd, check_cuda_graph, check_real_models]
-    if args.no_gpu or not torch.cuda.is_available():
-        reason = "--no-gpu" if args.no_gpu else "no CUDA GPU visible to PyTorch"
-        for check in gpu_checks:
-            results.skip(check.__name__, reason)
-    else:
-        generator = torch.Generator(device="cuda").manual_seed(2026)
-        for check in gpu_checks:
-            check(results) if check is check_refusals else check(results, generator)
-    print(f"\n{results.summary()}")
-    return 0 if results.failed == 0 else 1
+    return run_checks(__doc__.split("\n\n")[0],
+                      [check_registration, check_fakes, check_compile_tracing, check_rewrite_cpu, check_dtensor_rules],
+                      [check_forward, check_refusals, check_opcheck, check_autograd, check_cuda_graph, check_real_models],
+                      without_generator=(check_refusals,))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ Prints FAIL lines and ends with `N passed, M failed[, K skipped]`. Exit status: 
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import math
 import sys
@@ -34,8 +33,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from checklib import (FLOAT_DTYPES, NAMES, Results, describe_gpu, import_package, mismatch_report,
-                      salted_random)
+from checklib import (FLOAT_DTYPES, NAMES, Results, import_package, mismatch_report,
+                      run_checks, salted_random)
 
 ha = import_package()
 ops = torch.ops.hardact
@@ -647,32 +646,12 @@ def check_cuda_graph(results: Results, generator: torch.Generator) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--no-gpu", action="store_true", help="only the checks that need no GPU")
-    parser.add_argument("--verbose", action="store_true", help="print passing checks too")
-    args = parser.parse_args()
-    print(describe_gpu())
-    results = Results(verbose=args.verbose)
-    check_registration(results)
-    check_fake_kernels(results)
-    check_compile_tracing(results)
-    check_dtensor_rules(results)
-    check_opcheck_cpu(results)
-    gpu_checks = [check_opcheck, check_layouts, check_refusals, check_autograd, check_inplace_autograd,
-                  check_compile_cuda, check_cuda_graph]
-    if args.no_gpu or not torch.cuda.is_available():
-        reason = "--no-gpu" if args.no_gpu else "no CUDA GPU visible to PyTorch"
-        for check in gpu_checks:
-            results.skip(check.__name__, reason)
-    else:
-        generator = torch.Generator(device="cuda").manual_seed(2026)
-        for check in gpu_checks:
-            if check is check_refusals:
-                check(results)
-            else:
-                check(results, generator)
-    print(f"\n{results.summary()}")
-    return 0 if results.failed == 0 else 1
+    return run_checks(__doc__.split("\n\n")[0],
+                      [check_registration, check_fake_kernels, check_compile_tracing, check_dtensor_rules,
+                       check_opcheck_cpu],
+                      [check_opcheck, check_layouts, check_refusals, check_autograd, check_inplace_autograd,
+                       check_compile_cuda, check_cuda_graph],
+                      without_generator=(check_refusals,))
 
 
 if __name__ == "__main__":

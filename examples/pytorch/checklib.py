@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 
@@ -127,3 +128,30 @@ def describe_gpu() -> str:
     if not torch.cuda.is_available():
         return f"PyTorch {torch.__version__}, no CUDA GPU visible"
     return f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}), {torch.cuda.get_device_name()}"
+
+
+def run_checks(description: str, cpu_checks, gpu_checks, without_generator=()) -> int:
+    """The check scripts' main: --no-gpu and --verbose, the checks that need no GPU, then (with a GPU)
+    the GPU checks, each given a seeded CUDA generator unless listed in without_generator. Prints
+    the total; returns the exit status (0 no failure, 1 a failure)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--no-gpu", action="store_true", help="only the checks that need no GPU")
+    parser.add_argument("--verbose", action="store_true", help="print passing checks too")
+    args = parser.parse_args()
+    print(describe_gpu())
+    results = Results(verbose=args.verbose)
+    for check in cpu_checks:
+        check(results)
+    if args.no_gpu or not torch.cuda.is_available():
+        reason = "--no-gpu" if args.no_gpu else "no CUDA GPU visible to PyTorch"
+        for check in gpu_checks:
+            results.skip(check.__name__, reason)
+    else:
+        generator = torch.Generator(device="cuda").manual_seed(2026)
+        for check in gpu_checks:
+            if check in without_generator:
+                check(results)
+            else:
+                check(results, generator)
+    print(f"\n{results.summary()}")
+    return 0 if results.failed == 0 else 1
