@@ -183,7 +183,7 @@ struct DeviceBroadcast {
   ///   contiguous, loaded 16 bytes at a time when aligned;
   /// - otherwise a step per element, then all loads at once.
   template <int Count>
-  __device__ __forceinline__ void load(std::size_t first, T (&out)[Count]) const {
+  __device__ __forceinline__ void load(std::size_t first, T (&out)[static_cast<std::size_t>(Count)]) const {
     std::uint64_t offset, channel;
     locate(first, offset, channel);
     if (offset + Count <= inner.divisor) {
@@ -193,10 +193,10 @@ struct DeviceBroadcast {
       return;
     }
     if (inner.divisor == 1 && channel + Count <= period.divisor) {
-      load_contiguous(values + channel, out);
+      load_contiguous<Count>(values + channel, out);
       return;
     }
-    std::uint64_t index[Count];
+    std::uint64_t index[static_cast<std::size_t>(Count)];
 #pragma unroll
     for (int j = 0; j < Count; ++j) {
       index[j] = channel;
@@ -211,7 +211,7 @@ struct DeviceBroadcast {
 
  private:
   template <int Count>
-  __device__ __forceinline__ static void load_contiguous(const T* source, T (&out)[Count]) {
+  __device__ __forceinline__ static void load_contiguous(const T* source, T (&out)[static_cast<std::size_t>(Count)]) {
     constexpr int kChunk = static_cast<int>(kMaxAccessBytes / sizeof(T));
     if constexpr (kChunk > 1 && Count % kChunk == 0) {
       if (reinterpret_cast<std::uintptr_t>(source) % kMaxAccessBytes == 0) {

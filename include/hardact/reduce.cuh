@@ -9,7 +9,9 @@
 
 #include <cub/device/device_for.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
+#include <cuda/std/limits>
 #include <cuda/std/type_traits>
+#include <cuda/version>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 #include <cuda_runtime_api.h>
@@ -78,6 +80,13 @@ struct RoundSum {
   }
 };
 
+/// The segment count cub::DeviceSegmentedReduce takes: 64-bit from CCCL 3, int before.
+#if CCCL_MAJOR_VERSION >= 3
+using SegmentCount = cuda::std::int64_t;
+#else
+using SegmentCount = int;
+#endif
+
 inline std::size_t align_up(std::size_t bytes, std::size_t alignment) {
   return (bytes + alignment - 1) / alignment * alignment;
 }
@@ -100,7 +109,10 @@ template <class T, class TOut>
 cudaError_t channel_sum(void* temp_storage, std::size_t& temp_storage_bytes, const T* in, std::size_t n,
                         std::size_t channels, std::size_t inner, TOut* sums, cudaStream_t stream = nullptr) {
   using Acc = detail::accumulate_t<T>;
-  if (channels == 0 || inner == 0 || channels > detail::kMaxBroadcastElements / inner) return cudaErrorInvalidValue;
+  if (channels == 0 || inner == 0 || channels > detail::kMaxBroadcastElements / inner ||
+      channels > static_cast<std::size_t>(cuda::std::numeric_limits<detail::SegmentCount>::max())) {
+    return cudaErrorInvalidValue;
+  }
   const std::size_t row = channels * inner;
   if (n % row != 0 || n > detail::kMaxBroadcastElements) return cudaErrorInvalidValue;
   const std::size_t outer = n / row;
@@ -121,8 +133,9 @@ cudaError_t channel_sum(void* temp_storage, std::size_t& temp_storage_bytes, con
   const auto begins =
       thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0), detail::SegmentOffset{chunks * inner});
   std::size_t reduce_bytes = 0;
-  cudaError_t status = cub::DeviceSegmentedReduce::Sum(nullptr, reduce_bytes, segment_values, static_cast<Acc*>(nullptr),
-                                                       static_cast<std::int64_t>(channels), begins, begins + 1, stream);
+  cudaError_t status =
+      cub::DeviceSegmentedReduce::Sum(nullptr, reduce_bytes, segment_values, static_cast<Acc*>(nullptr),
+                                      static_cast<detail::SegmentCount>(channels), begins, begins + 1, stream);
   if (status != cudaSuccess) return status;
   const std::size_t needed = partial_bytes + sums_bytes + detail::align_up(reduce_bytes, 256);
   if (temp_storage == nullptr) {
@@ -151,7 +164,7 @@ cudaError_t channel_sum(void* temp_storage, std::size_t& temp_storage_bytes, con
   value.partial = partial;
   const auto filled_values = thrust::make_transform_iterator(thrust::counting_iterator<std::uint64_t>(0), value);
   status = cub::DeviceSegmentedReduce::Sum(reduce_storage, reduce_bytes, filled_values, accumulated,
-                                           static_cast<std::int64_t>(channels), begins, begins + 1, stream);
+                                           static_cast<detail::SegmentCount>(channels), begins, begins + 1, stream);
   if (status != cudaSuccess || kDirectOutput) return status;
   return detail::dispatch_operands<0>(detail::RoundSum{}, channels, stream, sums, static_cast<const Acc*>(accumulated));
 }

@@ -1,6 +1,7 @@
-// One consumer translation unit that instantiates every public entry point of hardact: the three
-// transform overloads (one input, mixed types, two inputs), the hardsigmoid/hardtanh shorthands,
-// every policy and chain, and the conversions, on the host and inside a user kernel.
+// One consumer translation unit that instantiates every public entry point of hardact: the
+// transform overloads (one input, mixed types, two to four inputs with broadcast operands), the
+// hardsigmoid/hardtanh shorthands, every policy, chain and fused epilogue, channel_sum, and the
+// conversions, on the host and inside a user kernel.
 // scripts/check-strict-build compiles it (-c only, never run) with a consumer's strict flags
 // (-Wall -Wextra -Wshadow -Wconversion -Wsign-conversion, warnings as errors) for every
 // architecture, C++ standard and CCCL version it checks. A new public name belongs here.
@@ -112,7 +113,31 @@ double hardact_host_reference(double x) {
   sum += hardact::convert<double>(hardact::chain(Scale{2.0}, ReLU6{})(e5));
   sum += static_cast<double>(HardSigmoidBackward{}(1.0f, f) + HardTanhBackward{}(1.0f, f) + HardSwishBackward{}(1.0f, f));
   sum += HardSwish{}(x) + HardSigmoid::onnx()(x);
+  sum += hardact::bias_activation(HardSwish{})(x, 1.0) + hardact::scale_shift_activation(ReLU6{})(x, 2.0, 1.0) +
+         hardact::HardSigmoidGate{}(x, 0.5) + hardact::BiasActivationBackward<HardSwishBackward>{}(1.0, x, 0.5);
   return (hardact::chain(Offset{1.0}, HardTanh{}).is_valid() && HardTanh{}.is_valid()) ? sum : 0.0;
+}
+
+// Broadcast operands, the fused epilogue policies and their gradients, and channel_sum (whose
+// first call, with no temporary storage, only sizes it).
+cudaError_t every_fused_entry_point(const ConsumerBuffers& b, std::size_t n, cudaStream_t stream) {
+  const auto bias = hardact::per_channel(static_cast<const float*>(b.f32_b), 64);
+  const hardact::Broadcast<float> per_nchw_channel{b.f32_b, 49, 64};
+  const auto gate = hardact::per_channel(static_cast<const __half*>(b.f16_b), 8, 49);
+  cudaError_t status = cudaSuccess;
+  status = first_error(status, hardact::transform(hardact::bias_activation(HardSwish{}), b.f32, bias, b.f32, n, stream));
+  status = first_error(status, hardact::transform(hardact::scale_shift_activation(HardSigmoid{}), b.bf16,
+                                                  per_nchw_channel, per_nchw_channel, b.bf16, n, stream));
+  status = first_error(status,
+                       hardact::transform(hardact::residual_activation(ReLU6{}), b.f64, b.f64_b, b.f64, n, stream));
+  status = first_error(status, hardact::transform(hardact::HardSigmoidGate{}, b.f16, gate, b.f16, n, stream));
+  status = first_error(status, hardact::transform(hardact::BiasActivationBackward<HardSwishBackward>{}, b.f32, b.f32_b,
+                                                  bias, b.f32, n, stream));
+  status = first_error(status, hardact::transform(hardact::ScaleShiftActivationBackward<HardTanhBackward>{}, b.f32,
+                                                  b.f32_b, per_nchw_channel, per_nchw_channel, b.f32, n, stream));
+  std::size_t temp_bytes = 0;
+  status = first_error(status, hardact::channel_sum(nullptr, temp_bytes, b.bf16, n, 64, 49, b.bf16_b, stream));
+  return status;
 }
 
 // Launches every entry point once on `stream`; returns the first error. Defined with external
@@ -145,6 +170,8 @@ cudaError_t hardact_every_entry_point(const ConsumerBuffers& b, std::size_t n, c
   status = first_error(status, every_backward_policy(b.bf16, b.bf16_b, b.bf16, n, stream));
   status = first_error(status, every_backward_policy(b.f16, b.f16_b, b.f16, n, stream));
   status = first_error(status, every_backward_policy(b.bf16, b.f32, b.f32, n, stream));
+  // Broadcast operands and fused epilogues.
+  status = first_error(status, every_fused_entry_point(b, n, stream));
   // A user kernel that calls the policies itself.
   user_kernel<<<1, 128, 0, stream>>>(b.bf16, b.f32, n);
   return first_error(status, cudaGetLastError());

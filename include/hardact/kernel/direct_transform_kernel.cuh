@@ -57,7 +57,7 @@ __device__ __forceinline__ void transform_vectors(const Op& op, std::size_t firs
                                                   const AlignedVector<TIn, Width>*... in) {
   cuda::std::tuple<VectorBatch<TIn, Width, VectorsPerThread>...> loaded;
   (load_batch<BlockThreads, Width, VectorsPerThread, Full>(cuda::std::get<I>(loaded), in, first, num_vectors), ...);
-  [[maybe_unused]] cuda::std::tuple<ValueArray<TB, Width>...> broadcast_values[VectorsPerThread];
+  [[maybe_unused]] cuda::std::tuple<ValueArray<TB, Width>...> broadcast_values[static_cast<std::size_t>(VectorsPerThread)];
   if constexpr (sizeof...(TB) > 0) {
 #pragma unroll
     for (int k = 0; k < VectorsPerThread; ++k) {

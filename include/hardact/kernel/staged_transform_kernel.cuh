@@ -178,7 +178,7 @@ __device__ __forceinline__ void buffer_offsets(std::size_t (&offsets)[sizeof...(
 /// call has no broadcast operand).
 template <int UnitsPerThread, class Broadcasts, class TOut, class... TIn>
 struct TileBroadcasts {
-  typename broadcast_values<kUnitElements<TOut, TIn...>, Broadcasts>::type units[UnitsPerThread];
+  typename broadcast_values<kUnitElements<TOut, TIn...>, Broadcasts>::type units[static_cast<std::size_t>(UnitsPerThread)];
 };
 
 /// Loads a thread's broadcast values for the tile starting at element `first` (count elements
