@@ -77,6 +77,27 @@ TEST(LaunchShape, FewerResidentBlocksGetLargerTiles) {
   EXPECT_EQ((staged_shape<double, double>(kH200).units_per_thread), 2);
 }
 
+TEST(LaunchShape, BroadcastCallsOfSixteenBitOutputsTakeTwoUnits) {
+  using hardact::detail::DeviceBroadcasts;
+  using hardact::detail::kStagedLeastUnitsPerThread;
+  using hardact::detail::NoBroadcasts;
+  using bf16 = __nv_bfloat16;
+  EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<bf16, bf16>, bf16, bf16>), 2);  // a BatchNorm
+  EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<float>, __half, __half>), 2);
+  EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<float, float>, float, float>), 1);
+  EXPECT_EQ((kStagedLeastUnitsPerThread<NoBroadcasts, bf16, bf16>), 1);  // plain calls keep the rule
+  // 16 resident blocks of 2 KiB meet the H100's bytes in flight at one unit; the least wins.
+  EXPECT_EQ((staged_shape<bf16, bf16>(kH100).units_per_thread), 1);
+  const StagedShape bf16_batchnorm =
+      staged_shape<bf16, bf16>(kH100, hardact::detail::estimated_residency<bf16, bf16>(kH100), 2);
+  EXPECT_EQ(bf16_batchnorm.units_per_thread, 2);
+  EXPECT_EQ(bf16_batchnorm.tiles_per_block, 1);
+  // A least above the largest tile is the largest tile.
+  EXPECT_EQ((staged_shape<bf16, bf16>(kH100, hardact::detail::estimated_residency<bf16, bf16>(kH100), 4)
+                 .units_per_thread),
+            2);
+}
+
 TEST(LaunchShape, UnitIsOneSixteenByteStoreOfTheOutput) {
   using hardact::detail::kUnitElements;
   EXPECT_EQ((kUnitElements<float, float>), 4);

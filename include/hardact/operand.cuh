@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace hardact {
 
@@ -141,6 +142,61 @@ struct FastDivmod {
   }
 };
 
+/// Count values of a broadcast operand, one per element of a vector. Values narrower than 32 bits
+/// are kept packed in 32-bit words: the staged kernel holds them in registers across its wait for
+/// the tile, and a bfloat16 value per register doubled the registers a BatchNorm call needed
+/// (docs/TUNING.md row 39).
+template <class T, int Count>
+struct ValueArray {
+  static constexpr std::size_t kBytes = sizeof(T) * static_cast<std::size_t>(Count);
+  static constexpr bool kPacked = sizeof(T) < 4 && 4 % sizeof(T) == 0 && kBytes % 4 == 0;
+  using Storage = cuda::std::conditional_t<kPacked, std::uint32_t, T>;
+  Storage storage[kPacked ? kBytes / 4 : static_cast<std::size_t>(Count)];
+
+  __device__ __forceinline__ T get(int j) const {
+    if constexpr (kPacked) {
+      T value;
+      memcpy(&value, reinterpret_cast<const unsigned char*>(storage) + static_cast<std::size_t>(j) * sizeof(T),
+             sizeof(T));
+      return value;
+    } else {
+      return storage[j];
+    }
+  }
+  __device__ __forceinline__ void set(int j, T value) {
+    if constexpr (kPacked) {
+      memcpy(reinterpret_cast<unsigned char*>(storage) + static_cast<std::size_t>(j) * sizeof(T), &value, sizeof(T));
+    } else {
+      storage[j] = value;
+    }
+  }
+  __device__ __forceinline__ void fill(T value) {
+    if constexpr (kPacked) {
+      std::uint32_t word;
+#pragma unroll
+      for (std::size_t k = 0; k < 4 / sizeof(T); ++k) {
+        memcpy(reinterpret_cast<unsigned char*>(&word) + k * sizeof(T), &value, sizeof(T));
+      }
+#pragma unroll
+      for (std::size_t k = 0; k < kBytes / 4; ++k) storage[k] = word;
+    } else {
+#pragma unroll
+      for (int j = 0; j < Count; ++j) storage[j] = value;
+    }
+  }
+  /// Elements k * Chunk .. (k + 1) * Chunk - 1 from one loaded vector.
+  template <int Chunk>
+  __device__ __forceinline__ void set_chunk(int k, const AlignedVector<T, Chunk>& chunk) {
+    if constexpr (kPacked) {
+      memcpy(reinterpret_cast<unsigned char*>(storage) + static_cast<std::size_t>(k) * sizeof(chunk), &chunk,
+             sizeof(chunk));
+    } else {
+#pragma unroll
+      for (int j = 0; j < Chunk; ++j) storage[k * Chunk + j] = chunk.elements[j];
+    }
+  }
+};
+
 /// A Broadcast as the kernels take it: the divisions prepared on the host.
 template <class T>
 struct DeviceBroadcast {
@@ -151,6 +207,10 @@ struct DeviceBroadcast {
 
   /// Every index of the call is below 2^31: the 32-bit divisions serve.
   bool narrow;
+
+  /// Same inner and period as the call's first broadcast operand (a BatchNorm's scale and shift):
+  /// its element positions serve, so the divisions are done once per vector for both.
+  bool located_like_first = false;
 
   /// (element i's offset inside its run of `inner`, its channel): two divisions.
   __device__ __forceinline__ void locate(std::size_t i, std::uint64_t& offset, std::uint64_t& channel) const {
@@ -174,22 +234,27 @@ struct DeviceBroadcast {
     return cub::ThreadLoad<cub::LOAD_LDG>(values + channel);
   }
 
-  /// The values for elements first .. first + Count - 1: two divisions, then, in the common
-  /// layouts, no per-element index work at all (measured: a step per element made bfloat16
-  /// BatchNorm rows instruction-bound at half the copy rate, and per-element loads of a
+  /// The values for elements first .. first + Count - 1: two divisions, then load_located.
+  template <int Count>
+  __device__ __forceinline__ void load(std::size_t first, ValueArray<T, Count>& out) const {
+    std::uint64_t offset, channel;
+    locate(first, offset, channel);
+    load_located<Count>(offset, channel, out);
+  }
+
+  /// The values for Count consecutive elements, the first at `offset` in `channel` (locate). In the
+  /// common layouts there is no per-element index work at all (measured: a step per element made
+  /// bfloat16 BatchNorm rows instruction-bound at half the copy rate, and per-element loads of a
   /// last-dimension vector took as many L1 wavefronts as the tile's own data):
   /// - all in one channel (NCHW-like, inner >= Count): one load;
   /// - consecutive channels without a wrap (channels-last, a row's bias): the values are
   ///   contiguous, loaded 16 bytes at a time when aligned;
   /// - otherwise a step per element, then all loads at once.
   template <int Count>
-  __device__ __forceinline__ void load(std::size_t first, T (&out)[static_cast<std::size_t>(Count)]) const {
-    std::uint64_t offset, channel;
-    locate(first, offset, channel);
+  __device__ __forceinline__ void load_located(std::uint64_t offset, std::uint64_t channel,
+                                               ValueArray<T, Count>& out) const {
     if (offset + Count <= inner.divisor) {
-      const T value = cub::ThreadLoad<cub::LOAD_LDG>(values + channel);
-#pragma unroll
-      for (int j = 0; j < Count; ++j) out[j] = value;
+      out.fill(cub::ThreadLoad<cub::LOAD_LDG>(values + channel));
       return;
     }
     if (inner.divisor == 1 && channel + Count <= period.divisor) {
@@ -206,27 +271,25 @@ struct DeviceBroadcast {
       }
     }
 #pragma unroll
-    for (int j = 0; j < Count; ++j) out[j] = cub::ThreadLoad<cub::LOAD_LDG>(values + index[j]);
+    for (int j = 0; j < Count; ++j) out.set(j, cub::ThreadLoad<cub::LOAD_LDG>(values + index[j]));
   }
 
  private:
   template <int Count>
-  __device__ __forceinline__ static void load_contiguous(const T* source, T (&out)[static_cast<std::size_t>(Count)]) {
+  __device__ __forceinline__ static void load_contiguous(const T* source, ValueArray<T, Count>& out) {
     constexpr int kChunk = static_cast<int>(kMaxAccessBytes / sizeof(T));
     if constexpr (kChunk > 1 && Count % kChunk == 0) {
       if (reinterpret_cast<std::uintptr_t>(source) % kMaxAccessBytes == 0) {
         using Chunk = AlignedVector<T, kChunk>;
 #pragma unroll
         for (int k = 0; k < Count / kChunk; ++k) {
-          const Chunk chunk = cub::ThreadLoad<cub::LOAD_LDG>(reinterpret_cast<const Chunk*>(source) + k);
-#pragma unroll
-          for (int j = 0; j < kChunk; ++j) out[k * kChunk + j] = chunk.elements[j];
+          out.set_chunk(k, cub::ThreadLoad<cub::LOAD_LDG>(reinterpret_cast<const Chunk*>(source) + k));
         }
         return;
       }
     }
 #pragma unroll
-    for (int j = 0; j < Count; ++j) out[j] = cub::ThreadLoad<cub::LOAD_LDG>(source + j);
+    for (int j = 0; j < Count; ++j) out.set(j, cub::ThreadLoad<cub::LOAD_LDG>(source + j));
   }
 };
 
@@ -244,11 +307,6 @@ template <class... T>
 using DeviceBroadcasts = cuda::std::tuple<DeviceBroadcast<T>...>;
 using NoBroadcasts = cuda::std::tuple<>;
 
-template <class T, int Count>
-struct ValueArray {
-  T values[static_cast<std::size_t>(Count)];
-};
-
 /// The values of a kernel's broadcast operands for Count consecutive elements.
 template <int Count, class Broadcasts>
 struct broadcast_values;
@@ -257,12 +315,30 @@ struct broadcast_values<Count, cuda::std::tuple<DeviceBroadcast<T>...>> {
   using type = cuda::std::tuple<ValueArray<T, Count>...>;
 };
 
+/// Marks the broadcast operands whose positions are those of the first (located_like_first).
+template <class... T, std::size_t... B>
+void share_locations(DeviceBroadcasts<T...>& broadcasts, cuda::std::index_sequence<B...>) {
+  const auto& first = cuda::std::get<0>(broadcasts);
+  const auto mark = [&](auto& b) {
+    b.located_like_first = b.inner.divisor == first.inner.divisor && b.period.divisor == first.period.divisor;
+  };
+  (mark(cuda::std::get<B>(broadcasts)), ...);
+}
+
 /// Each broadcast operand's values for elements first .. first + Count - 1.
 template <int Count, class... T, std::size_t... B>
 __device__ __forceinline__ cuda::std::tuple<ValueArray<T, Count>...> load_broadcasts(
     const DeviceBroadcasts<T...>& broadcasts, std::size_t first, cuda::std::index_sequence<B...>) {
   cuda::std::tuple<ValueArray<T, Count>...> loaded;
-  (cuda::std::get<B>(broadcasts).template load<Count>(first, cuda::std::get<B>(loaded).values), ...);
+  std::uint64_t first_offset, first_channel;
+  cuda::std::get<0>(broadcasts).locate(first, first_offset, first_channel);
+  const auto load_one = [&](const auto& b, auto& values, auto index) {
+    std::uint64_t offset = first_offset, channel = first_channel;
+    if (decltype(index)::value != 0 && !b.located_like_first) b.locate(first, offset, channel);
+    b.template load_located<Count>(offset, channel, values);
+  };
+  (load_one(cuda::std::get<B>(broadcasts), cuda::std::get<B>(loaded), cuda::std::integral_constant<std::size_t, B>{}),
+   ...);
   return loaded;
 }
 

@@ -322,7 +322,8 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
     if (staged_path_wanted(device, bytes, direct)) {
       constexpr StagedCaching kCaching = kStagedCaching<TOut, TIn...>;
       const StagedShape shape =
-          staged_shape<TOut, TIn...>(device, staged_residency<kCaching, Op, Broadcasts, TOut, TIn...>(device));
+          staged_shape<TOut, TIn...>(device, staged_residency<kCaching, Op, Broadcasts, TOut, TIn...>(device),
+                                     kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>);
       if (choose_path(device, bytes, direct, shape) == TransformPath::staged) {
         static_assert(kStagedMaxUnitsPerThread == 2, "hardact: dispatch one instantiation per unit count");
         if (shape.units_per_thread == 2) {
@@ -381,8 +382,9 @@ cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, TOu
   if (!(is_usable_broadcast(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n, out) && ...)) {
     return cudaErrorInvalidValue;
   }
-  const auto broadcasts =
+  auto broadcasts =
       cuda::std::make_tuple(prepare_broadcast(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n)...);
+  share_locations(broadcasts, cuda::std::make_index_sequence<Split::kBroadcasts>{});
   const OperandOrder<Op, is_broadcast<Operand>::value...> ordered{op};
   return dispatch_transform<RequestedWidth>(ordered, n, stream, broadcasts, out,
                                             full_operand(cuda::std::get<Split::position(F, false)>(operands))...);

@@ -127,6 +127,15 @@ inline constexpr std::size_t kStagedSizedTileBytes =
         ? StagedTileOf<1, TOut, TIn...>::kLoadedBytes
         : StagedTileOf<1, TOut, TIn...>::kStreamBytes;
 
+/// The fewest units per thread of a staged call with broadcast operands: two when a unit holds 8 or
+/// more elements (16-bit outputs). Such a tile does more work per byte (the values' positions, a
+/// multiply-add per element), and one unit per thread, which Little's law alone allows there, ran
+/// bfloat16 bias, BatchNorm and gate rows 0.6-14% slower than two on the H100; float rows run as
+/// fast or faster with one (TUNING.md row 39).
+template <class Broadcasts, class TOut, class... TIn>
+inline constexpr int kStagedLeastUnitsPerThread =
+    cuda::std::tuple_size_v<Broadcasts> != 0 && kUnitElements<TOut, TIn...> >= 8 ? 2 : 1;
+
 /// How the staged kernel is launched.
 struct StagedShape {
   int units_per_thread = 1;           ///< 1 .. kStagedMaxUnitsPerThread
@@ -218,12 +227,12 @@ StagedResidency staged_residency(const DeviceProperties& device) {
 
 /// The staged kernel's shape on `device`: one-tile blocks, as many resident per multiprocessor as
 /// `residency` says, each with its tile in flight, with the smallest tile (units per thread, a
-/// power of two) whose resident blocks hold kStagedInFlightShare of what Little's law asks for.
-/// A tile counts kStagedSizedTileBytes. Measured (rows 19 and 22): a larger tile than needed costs
+/// power of two, at least `least_units`) whose resident blocks hold kStagedInFlightShare of what
+/// Little's law asks for. A tile counts kStagedSizedTileBytes. Measured (rows 19 and 22): a larger tile than needed costs
 /// ~1% on the H100, a smaller one 7-10% on the H200. If even the largest tile holds less than half
 /// of it, a persistent grid whose blocks each keep stages - 1 tiles in flight while computing one.
 template <class TOut, class... TIn>
-StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& residency) {
+StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& residency, int least_units = 1) {
   using Largest = StagedTileOf<kStagedMaxUnitsPerThread, TOut, TIn...>;
   const TransformTuning& tuning = transform_tuning();
   const int forced_units = tuning.staged_units_per_thread.load(std::memory_order_relaxed);
@@ -237,7 +246,7 @@ StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& 
            static_cast<double>(kStagedSizedTileBytes<TOut, TIn...>);
   };
   if (residency.of(1) == 0) return shape;
-  int units = 1;
+  int units = least_units < kStagedMaxUnitsPerThread ? least_units : kStagedMaxUnitsPerThread;
   while (units < kStagedMaxUnitsPerThread && held(units) < kStagedInFlightShare * in_flight) units *= 2;
   if (forced_units >= 1 && forced_units <= kStagedMaxUnitsPerThread) units = forced_units;
   shape.units_per_thread = units;

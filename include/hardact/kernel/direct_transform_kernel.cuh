@@ -76,7 +76,7 @@ __device__ __forceinline__ void transform_vectors(const Op& op, std::size_t firs
 #pragma unroll
       for (int j = 0; j < Width; ++j) {
         result.elements[j] = apply_op<TOut>(op, cuda::std::get<I>(loaded).vectors[k].elements[j]...,
-                                            cuda::std::get<B>(broadcast_values[k]).values[j]...);
+                                            cuda::std::get<B>(broadcast_values[k]).get(j)...);
       }
       store_streaming(out + index, result);
     }

@@ -231,13 +231,13 @@ __device__ __forceinline__ void transform_staged_tile(const Op& op, const unsign
 #pragma unroll
         for (int j = 0; j < kUnit; ++j) {
           result.elements[j] =
-              apply_op<TOut>(op, cuda::std::get<I>(loaded).elements[j]..., cuda::std::get<B>(values).values[j]...);
+              apply_op<TOut>(op, cuda::std::get<I>(loaded).elements[j]..., cuda::std::get<B>(values).get(j)...);
         }
       } else {
 #pragma unroll
         for (int j = 0; j < kUnit; ++j) {
           result.elements[j] = apply_op<TOut>(op, cuda::std::get<I>(loaded).elements[j]...,
-                                              cuda::std::get<B>(tile.units[u]).values[j]...);
+                                              cuda::std::get<B>(tile.units[u]).get(j)...);
         }
       }
       store_unit<Caching>(reinterpret_cast<OutVector*>(out) + unit, result);

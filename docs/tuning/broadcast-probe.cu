@@ -1,0 +1,64 @@
+// The probe of TUNING.md row 39 (probe-broadcast-pack-h100-2026-11-24.txt): hardact fused calls against
+// cudaMemcpyAsync of the same bytes, interleaved rep by rep. Built by hand against a tree, e.g.
+//   nvcc -std=c++17 -O3 -Iinclude -gencode=arch=compute_90,code=sm_90 -DVARIANT='"name"' docs/tuning/broadcast-probe.cu
+// and run as `[PROBE_UNITS=1|2] ./a.out [reps] [bf16|float|both]`.
+#include <hardact/hardact.cuh>
+#include <cuda_bf16.h>
+#include <algorithm>
+#include <functional>
+#include <cstdio>
+#include <string>
+#include <vector>
+#ifndef VARIANT
+#define VARIANT "?"
+#endif
+#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { std::printf("error %s at %d\n", cudaGetErrorName(e_), __LINE__); std::exit(1);} } while (0)
+constexpr std::size_t C = 96, HW = 56 * 56, B = 5350, N = B * C * HW;
+template <class F> float time_ms(F f) {
+  cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b);
+  cudaEventRecord(a); CHECK(f()); cudaEventRecord(b); cudaEventSynchronize(b);
+  float ms; cudaEventElapsedTime(&ms, a, b); cudaEventDestroy(a); cudaEventDestroy(b); return ms;
+}
+float median(std::vector<float> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
+template <class T> void rows(const char* tname, int reps) {
+  T *x, *y, *r, *s, *b;
+  CHECK(cudaMalloc(&x, N * sizeof(T))); CHECK(cudaMalloc(&y, N * sizeof(T))); CHECK(cudaMalloc(&r, N * sizeof(T)));
+  CHECK(cudaMalloc(&s, 8 * C * B * sizeof(T))); CHECK(cudaMalloc(&b, 8 * C * B * sizeof(T)));
+  CHECK(cudaMemset(x, 0x3c, N * sizeof(T))); CHECK(cudaMemset(r, 0x3c, N * sizeof(T)));
+  CHECK(cudaMemset(s, 0x3c, 8 * C * B * sizeof(T))); CHECK(cudaMemset(b, 0x3c, 8 * C * B * sizeof(T)));
+  const auto bn = hardact::scale_shift_activation(hardact::HardSwish{});
+  const auto bias = hardact::bias_activation(hardact::HardSwish{});
+  struct Row { std::string name; int full; std::function<cudaError_t()> f; };
+  std::vector<Row> list = {
+    {"bn_nchw", 1, [&] { return hardact::transform(bn, (const T*)x, hardact::per_channel((const T*)s, C, HW), hardact::per_channel((const T*)b, C, HW), y, N); }},
+    {"bn_nhwc", 1, [&] { return hardact::transform(bn, (const T*)x, hardact::per_channel((const T*)s, C), hardact::per_channel((const T*)b, C), y, N); }},
+    {"bias_nchw", 1, [&] { return hardact::transform(bias, (const T*)x, hardact::per_channel((const T*)s, C, HW), y, N); }},
+    {"bias_lastdim", 1, [&] { return hardact::transform(bias, (const T*)x, hardact::per_channel((const T*)s, 393216), y, 4096 * std::size_t{393216}); }},
+    {"gate_nchw", 1, [&] { return hardact::transform(hardact::HardSigmoidGate{}, (const T*)x, hardact::per_channel((const T*)s, B * C, HW), y, N); }},
+    {"residual", 2, [&] { return hardact::transform(hardact::residual_activation(hardact::HardSwish{}), (const T*)x, (const T*)r, y, N); }},
+  };
+  for (auto& row : list) {
+    CHECK(row.f()); CHECK(cudaDeviceSynchronize());
+    const std::size_t bytes = N * sizeof(T);
+    std::vector<float> copy, fused;
+    for (int rep = 0; rep < reps; ++rep) {
+      auto c = [&] { return cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice); };
+      if (rep % 2 == 0) { copy.push_back(time_ms(c)); fused.push_back(time_ms(row.f)); }
+      else { fused.push_back(time_ms(row.f)); copy.push_back(time_ms(c)); }
+    }
+    // The copy moves 2 N elements; the call moves (full + 1) N: the copy time is scaled to the same bytes.
+    const double copy_ms = median(copy) * double(row.full + 1) / 2.0;
+    std::vector<float> ratios; for (int i = 0; i < reps; ++i) ratios.push_back(float(copy[i] * (row.full + 1) / 2.0 / fused[i]));
+    std::sort(ratios.begin(), ratios.end());
+    std::printf("%-8s u%s %-6s %-13s copy %.3f ms fused %.3f ms  x copy %.3f (q1 %.3f q3 %.3f)\n", VARIANT, std::getenv("PROBE_UNITS") ? std::getenv("PROBE_UNITS") : "a", tname, row.name.c_str(),
+                copy_ms, median(fused), copy_ms / median(fused), ratios[reps / 4], ratios[3 * reps / 4]);
+  }
+  cudaFree(x); cudaFree(y); cudaFree(r); cudaFree(s); cudaFree(b);
+}
+int main(int argc, char** argv) {
+  if (const char* u = std::getenv("PROBE_UNITS")) hardact::detail::transform_tuning().staged_units_per_thread = std::atoi(u);
+  const int reps = argc > 1 ? std::atoi(argv[1]) : 15;
+  const std::string which = argc > 2 ? argv[2] : "both";
+  if (which != "float") rows<__nv_bfloat16>("bf16", reps);
+  if (which != "bf16") rows<float>("f32", reps);
+}
