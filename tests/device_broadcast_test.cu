@@ -22,6 +22,7 @@
 #include "support/device.hpp"
 #include "support/device_family.hpp"
 #include "support/divmod_cases.hpp"
+#include "support/launch_batch.hpp"
 #include "support/paths.hpp"
 #include "support/reference_family.hpp"
 #include "support/transform_check.hpp"
@@ -158,23 +159,13 @@ std::vector<Placement> in_place_classes(std::size_t count, int k) {
 }
 
 template <class T>
-const T* device_argument(const Full<T>&, GuardedBuffer<T>& buffer) {
-  return buffer.data();
+const T* device_argument(const Full<T>&, unsigned char* arena, const ArenaRegion& region, std::size_t offset) {
+  return LaunchBatch::pointer<const T>(arena, region) + offset;
 }
 template <class T>
-hardact::Broadcast<T> device_argument(const Channels<T>& input, GuardedBuffer<T>& buffer) {
-  return hardact::per_channel(static_cast<const T*>(buffer.data()), input.values.size(), input.inner);
-}
-
-/// The buffer of input I as the output, when the output may alias it (a full input of its type).
-template <class TOut, class I, class T>
-GuardedBuffer<TOut>* as_output(GuardedBuffer<T>& buffer) {
-  if constexpr (!I::kBroadcast && std::is_same_v<T, TOut>) {
-    return &buffer;
-  } else {
-    (void)buffer;
-    return nullptr;
-  }
+hardact::Broadcast<T> device_argument(const Channels<T>& input, unsigned char* arena, const ArenaRegion& region,
+                                      std::size_t offset) {
+  return hardact::per_channel(LaunchBatch::pointer<const T>(arena, region) + offset, input.values.size(), input.inner);
 }
 
 template <class... I>
@@ -184,74 +175,154 @@ std::string show_inputs(std::size_t i, const I&... inputs) {
   return text;
 }
 
-/// One call, transform(op, inputs..., out, n) on freshly poisoned memory as `placement` puts it;
-/// then every output element against `expected`, the guard bands, and every input unchanged.
-template <class TOut, class Op, class... I, std::size_t... K>
-::testing::AssertionResult run_call(const Op& op, std::size_t n, const std::vector<TOut>& expected,
-                                    const Placement& placement, std::index_sequence<K...>, const I&... inputs) {
-  std::tuple<std::unique_ptr<GuardedBuffer<typename I::Element>>...> buffers{
-      std::make_unique<GuardedBuffer<typename I::Element>>(inputs.values.size(), placement.offsets[K])...};
-  cudaError_t status = cudaSuccess;
-  const auto keep = [&status](cudaError_t next) {
-    if (status == cudaSuccess) status = next;
-  };
-  (keep(std::get<K>(buffers)->status()), ...);
-  if (status == cudaSuccess) (keep(std::get<K>(buffers)->upload(inputs.values)), ...);
-  std::unique_ptr<GuardedBuffer<TOut>> own_output;
-  GuardedBuffer<TOut>* output = nullptr;
-  if (placement.in_place < 0) {
-    own_output = std::make_unique<GuardedBuffer<TOut>>(n, placement.offsets.back());
-    keep(own_output->status());
-    output = own_output.get();
-  } else {
-    ((static_cast<int>(K) == placement.in_place ? (void)(output = as_output<TOut, I>(*std::get<K>(buffers))) : (void)0),
-     ...);
-    if (output == nullptr) return ::testing::AssertionFailure() << "input " << placement.in_place << " cannot be the output";
-  }
-  if (status != cudaSuccess) return ::testing::AssertionFailure() << "setup: " << cudaGetErrorName(status);
+/// One input's values, as bytes, for CallPlace::lay_out.
+struct InputBytes {
+  const void* data;
+  std::size_t count, element_bytes;
+  bool can_be_output;  // a full-length input of the output's type
+};
 
-  status = hardact::transform(op, device_argument(inputs, *std::get<K>(buffers))..., output->data(), n);
-  if (status != cudaSuccess) return ::testing::AssertionFailure() << "transform returned " << cudaGetErrorName(status);
-  status = cudaDeviceSynchronize();
-  if (status == cudaSuccess) status = cudaGetLastError();
-  if (status != cudaSuccess) return ::testing::AssertionFailure() << "kernel failed: " << cudaGetErrorName(status);
+/// Where one call sits in a batch and how messages name it: the part of a call that does not
+/// depend on its types (compiled once, not once per call signature).
+struct CallPlace {
+  std::size_t n = 0;
+  Placement placement;
+  std::vector<InputBytes> inputs;
+  std::vector<ArenaRegion> regions;  // one per input
+  ArenaRegion out;                   // the region of input placement.in_place, or its own
+  std::size_t out_offset = 0, out_bytes = 0;
+  std::string description;
 
-  std::vector<TOut> outputs;
-  status = output->download(outputs);
-  if (status != cudaSuccess) return ::testing::AssertionFailure() << "download: " << cudaGetErrorName(status);
-  std::size_t mismatches = 0;
-  ::testing::AssertionResult failure = ::testing::AssertionFailure();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (family::same_or_both_nan(outputs[i], expected[i])) continue;
-    if (++mismatches <= 5) {
-      failure << "\n  [" << i << "] (" << show_inputs(i, inputs...) << "): got " << family::show(outputs[i])
-              << ", expected " << family::show(expected[i]);
+  /// Lays out every array in a guarded region of its own as `placement` puts it (each input's
+  /// values offsets[k] elements past its region's 256-byte aligned start, as a GuardedBuffer(size,
+  /// offset) holds them; the output all poison in its own region, or in place in its input's),
+  /// after making room: returns the failure of a batch that had to run for it.
+  ::testing::AssertionResult lay_out(LaunchBatch& batch, TransformPath path) {
+    const std::string where = path_name(path) + ", n " + std::to_string(n) + ", " + describe(placement);
+    const bool in_place = placement.in_place >= 0;
+    const std::size_t alias = static_cast<std::size_t>(placement.in_place);
+    if (in_place && (alias >= inputs.size() || !inputs[alias].can_be_output)) {
+      return ::testing::AssertionFailure() << "input " << placement.in_place << " cannot be the output\n  " << where;
     }
-  }
-  if (mismatches > 0) return failure << "\n  " << mismatches << " of " << n << " elements differ";
-  if (!output->guards_intact()) return ::testing::AssertionFailure() << "output guard band overwritten";
-
-  ::testing::AssertionResult inputs_kept = ::testing::AssertionSuccess();
-  const auto check_input = [&](auto& buffer, const auto& input, std::size_t k) {
-    if (!inputs_kept || static_cast<int>(k) == placement.in_place) return;
-    std::vector<typename std::remove_reference_t<decltype(input)>::Element> after;
-    if (buffer.download(after) != cudaSuccess) {
-      inputs_kept = ::testing::AssertionFailure() << "download of input " << k;
-      return;
+    std::size_t bytes = 0;
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      bytes += LaunchBatch::region_bytes((placement.offsets[k] + inputs[k].count) * inputs[k].element_bytes);
     }
-    for (std::size_t i = 0; i < after.size(); ++i) {
-      if (to_bits(after[i]) != to_bits(input.values[i])) {
-        inputs_kept = ::testing::AssertionFailure() << "input " << k << " element " << i << " was modified";
-        return;
+    if (!in_place) bytes += LaunchBatch::region_bytes((placement.offsets.back() + n) * out_bytes);
+    ::testing::AssertionResult room = batch.make_room(bytes);
+    if (!room) return room;
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      const InputBytes& input = inputs[k];
+      regions.push_back(batch.add_region((placement.offsets[k] + input.count) * input.element_bytes));
+      batch.write_bytes(regions.back(), placement.offsets[k] * input.element_bytes, input.data,
+                        input.count * input.element_bytes);
+    }
+    out = in_place ? regions[alias] : batch.add_region((placement.offsets.back() + n) * out_bytes);
+    out_offset = in_place ? placement.offsets[alias] : placement.offsets.back();
+    description = where + ", output " + out.position();
+    return ::testing::AssertionSuccess();
+  }
+
+  /// What changed outside the output, or empty: nothing else in the output's region (guard bands,
+  /// offset elements), every other input's region (values, guard bands) exactly as uploaded.
+  std::string changed_outside_output(const unsigned char* before, const unsigned char* after) const {
+    if (!LaunchBatch::unchanged_outside(before, after, out, out_offset * out_bytes, (out_offset + n) * out_bytes)) {
+      return "output guard band overwritten";
+    }
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      if (static_cast<int>(k) == placement.in_place) continue;
+      std::string changed = LaunchBatch::changed_input(before, after, regions[k], inputs[k].element_bytes,
+                                                       placement.offsets[k], inputs[k].count,
+                                                       "input " + std::to_string(k));
+      if (!changed.empty()) return changed;
+    }
+    return {};
+  }
+
+  ::testing::AssertionResult failure(const std::string& what) const {
+    return ::testing::AssertionFailure() << what << "\n  " << description;
+  }
+};
+
+/// One call in a batch: transform(op, inputs..., out, n) on `path`, laid out by CallPlace. Its check
+/// compares every output element with `expected`, then CallPlace::changed_outside_output.
+template <class TOut, class Op, class... I>
+class CallRun final : public BatchRun {
+ public:
+  CallRun(const Op& op, std::shared_ptr<const std::vector<TOut>> expected,
+          std::shared_ptr<const std::tuple<I...>> inputs, TransformPath path, CallPlace place)
+      : BatchRun(place.description), op_(op), expected_(std::move(expected)), inputs_(std::move(inputs)), path_(path),
+        place_(std::move(place)) {}
+
+  cudaError_t launch(unsigned char* arena, cudaStream_t stream) const override {
+    const ScopedTransformPath forced(path_);
+    return launch_with(arena, stream, std::index_sequence_for<I...>{});
+  }
+
+  ::testing::AssertionResult check(cudaError_t launched, const unsigned char* before,
+                                   const unsigned char* after) const override {
+    if (launched != cudaSuccess) return place_.failure(std::string("transform returned ") + cudaGetErrorName(launched));
+    const std::size_t n = place_.n;
+    const std::vector<TOut> outputs = LaunchBatch::read<TOut>(after, place_.out, place_.out_offset, n);
+    const std::vector<TOut>& expected = *expected_;
+    std::size_t mismatches = 0;
+    ::testing::AssertionResult failure = ::testing::AssertionFailure();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (family::same_or_both_nan(outputs[i], expected[i])) continue;
+      if (++mismatches <= 5) {
+        const std::string shown = std::apply([i](const auto&... in) { return show_inputs(i, in...); }, *inputs_);
+        failure << "\n  [" << i << "] (" << shown << "): got " << family::show(outputs[i]) << ", expected "
+                << family::show(expected[i]);
       }
     }
-    if (!buffer.guards_intact()) inputs_kept = ::testing::AssertionFailure() << "input " << k << " guard band overwritten";
-  };
-  (check_input(*std::get<K>(buffers), inputs, K), ...);
-  return inputs_kept;
+    if (mismatches > 0) {
+      return failure << "\n  " << mismatches << " of " << n << " elements differ\n  " << description();
+    }
+    const std::string changed = place_.changed_outside_output(before, after);
+    if (!changed.empty()) return place_.failure(changed);
+    return ::testing::AssertionSuccess();
+  }
+
+ private:
+  template <std::size_t... K>
+  cudaError_t launch_with(unsigned char* arena, cudaStream_t stream, std::index_sequence<K...>) const {
+    TOut* const out = LaunchBatch::pointer<TOut>(arena, place_.out) + place_.out_offset;
+    return hardact::transform(
+        op_, device_argument(std::get<K>(*inputs_), arena, place_.regions[K], place_.placement.offsets[K])..., out,
+        place_.n, stream);
+  }
+
+  Op op_;
+  std::shared_ptr<const std::vector<TOut>> expected_;
+  std::shared_ptr<const std::tuple<I...>> inputs_;
+  TransformPath path_;
+  CallPlace place_;
+};
+
+/// Adds one call to `batch` (CallRun); returns the failure of a batch that had to run to make
+/// room, else success.
+template <class TOut, class Op, class... I>
+::testing::AssertionResult add_call(LaunchBatch& batch, const Op& op, std::size_t n,
+                                    const std::shared_ptr<const std::vector<TOut>>& expected,
+                                    const Placement& placement, TransformPath path,
+                                    const std::shared_ptr<const std::tuple<I...>>& inputs) {
+  CallPlace place;
+  place.n = n;
+  place.placement = placement;
+  place.out_bytes = sizeof(TOut);
+  std::apply(
+      [&place](const I&... in) {
+        place.inputs = {InputBytes{in.values.data(), in.values.size(), sizeof(typename I::Element),
+                                   !I::kBroadcast && std::is_same_v<typename I::Element, TOut>}...};
+      },
+      *inputs);
+  ::testing::AssertionResult laid_out = place.lay_out(batch, path);
+  if (!laid_out) return laid_out;
+  batch.add_run(std::make_unique<const CallRun<TOut, Op, I...>>(op, expected, inputs, path, std::move(place)));
+  return ::testing::AssertionSuccess();
 }
 
-/// run_call at every placement, on the direct and on the staged path; the placements are
+/// Every placement on the direct and on the staged path, in one batch; the placements are
 /// offset_classes() and, when the output can alias a full-length input of its type, in place on
 /// the first such input.
 template <class TOut, class Op, class... I>
@@ -264,14 +335,15 @@ void check_call(const Op& op, std::size_t n, const I&... inputs) {
     const std::vector<Placement> in_place = in_place_classes(kCount, alias);
     placements.insert(placements.end(), in_place.begin(), in_place.end());
   }
-  const std::vector<TOut> expected = expected_outputs<TOut>(op, n, inputs...);
+  const auto expected = std::make_shared<const std::vector<TOut>>(expected_outputs<TOut>(op, n, inputs...));
+  const auto held = std::make_shared<const std::tuple<I...>>(inputs...);
+  LaunchBatch batch;
   for (const TransformPath path : paths_under_test<0>()) {
-    const ScopedTransformPath forced(path);
     for (const Placement& placement : placements) {
-      ASSERT_TRUE(run_call<TOut>(op, n, expected, placement, std::index_sequence_for<I...>{}, inputs...))
-          << path_name(path) << ", n " << n << ", " << describe(placement);
+      ASSERT_TRUE(add_call<TOut>(batch, op, n, expected, placement, path, held));
     }
   }
+  ASSERT_TRUE(batch.execute());
 }
 
 /// The element counts of device_family.hpp's sweep (tiny, around a vector and a block, 2^16 + 7,
@@ -425,12 +497,12 @@ TYPED_TEST(DeviceBroadcast, TransformCheckSweeps) {
   using T = TypeParam;
   const auto bias = hardact::bias_activation(hardact::HardSwish{});
   const auto scale_shift = hardact::scale_shift_activation(hardact::HardSwish{});
+  LaunchBatch batch;  // every call below in a few batches (issue 19)
   const auto both_paths = [&](std::size_t n, const Placement& placement, auto& op, const auto&... inputs) {
-    const std::vector<T> expected = expected_outputs<T>(op, n, inputs...);
+    const auto expected = std::make_shared<const std::vector<T>>(expected_outputs<T>(op, n, inputs...));
+    const auto held = std::make_shared<const std::tuple<std::decay_t<decltype(inputs)>...>>(inputs...);
     for (const TransformPath path : paths_under_test<0>()) {
-      const ScopedTransformPath forced(path);
-      ASSERT_TRUE(run_call<T>(op, n, expected, placement, std::index_sequence_for<decltype(inputs)...>{}, inputs...))
-          << path_name(path) << ", n " << n << ", " << describe(placement);
+      ASSERT_TRUE(add_call<T>(batch, op, n, expected, placement, path, held));
     }
   };
   const Channels<T> columns = channel_input<T>(7, 1, 70);
@@ -474,6 +546,7 @@ TYPED_TEST(DeviceBroadcast, TransformCheckSweeps) {
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
+  ASSERT_TRUE(batch.execute());
 }
 
 // =============================================================================================
@@ -547,6 +620,19 @@ TEST(DeviceBroadcastPositions, Bfloat16FirstMiddleLast) {
   check_positions<T, true, false, false>();
   check_positions<T, false, true, false>();
   check_positions<T, false, false, true>();
+}
+
+// Broadcasts whose inner and period equal the first broadcast's share its element positions
+// (located_like_first); one in between with a shape of its own must not.
+TEST(DeviceBroadcastPositions, SharedAndOwnPositions) {
+  HARDACT_REQUIRE_DEVICE();
+  for (const std::size_t n : {std::size_t{1000}, std::size_t{65536 + 7}, std::size_t{(1u << 20) + 3}}) {
+    check_call<float>(Positional{}, n, full_input<float>(n, n), channel_input<float>(64, 7, 300),
+                      channel_input<float>(3, 49, 301), channel_input<float>(64, 7, 302));
+    check_call<__nv_bfloat16>(Positional{}, n, full_input<__nv_bfloat16>(n, n), channel_input<__nv_bfloat16>(5, 1, 303),
+                              channel_input<__nv_bfloat16>(5, 1, 304), channel_input<__nv_bfloat16>(2, 3136, 305));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
 }
 
 // =============================================================================================
@@ -742,15 +828,16 @@ TEST(DeviceFastDivmod, Divmod32MatchesDivisionBelow2To31) {
 }
 
 /// For each first index: load<Count>(first) and at(first + j), as the kernels read broadcasts.
-template <int Count>
-__global__ void broadcast_reads(hardact::detail::DeviceBroadcast<std::uint32_t> broadcast, const std::uint64_t* firsts,
-                                std::uint32_t* loaded, std::uint32_t* single, std::size_t count) {
+/// Values narrower than 32 bits are held packed (ValueArray), two or four to a word.
+template <class V, int Count>
+__global__ void broadcast_reads(hardact::detail::DeviceBroadcast<V> broadcast, const std::uint64_t* firsts, V* loaded,
+                                V* single, std::size_t count) {
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
-  std::uint32_t values[Count];
+  hardact::detail::ValueArray<V, Count> values;
   broadcast.template load<Count>(firsts[i], values);
   for (int j = 0; j < Count; ++j) {
-    loaded[i * Count + static_cast<std::size_t>(j)] = values[j];
+    loaded[i * Count + static_cast<std::size_t>(j)] = values.get(j);
     single[i * Count + static_cast<std::size_t>(j)] = broadcast.at(firsts[i] + static_cast<std::size_t>(j));
   }
 }
@@ -758,9 +845,9 @@ __global__ void broadcast_reads(hardact::detail::DeviceBroadcast<std::uint32_t> 
 /// The broadcast {values + skew, inner, period} of a call of `call_size` elements, prepared as the
 /// launchers prepare it (the 32-bit form up to 2^31 elements), read at first indexes next to the
 /// ends of runs and cycles, of the call, and at random, every index read below call_size.
-template <int Count>
+template <int Count, class V>
 void check_broadcast_reads(std::size_t call_size, std::size_t inner, std::size_t period, std::size_t skew,
-                           const std::vector<std::uint32_t>& values, GuardedBuffer<std::uint32_t>& device_values) {
+                           const std::vector<V>& values, GuardedBuffer<V>& device_values) {
   std::vector<std::uint64_t> firsts = {0, 1, inner - 1, inner, call_size - Count, call_size - 64};
   if (inner <= kTwo63 / period) {
     firsts.push_back(inner * period - 1);
@@ -775,24 +862,24 @@ void check_broadcast_reads(std::size_t call_size, std::size_t inner, std::size_t
   firsts.swap(in_range);
   const std::size_t count = firsts.size();
   GuardedBuffer<std::uint64_t> device_firsts(count);
-  GuardedBuffer<std::uint32_t> loaded(count * Count), single(count * Count);
+  GuardedBuffer<V> loaded(count * Count), single(count * Count);
   HARDACT_ASSERT_CUDA(device_firsts.status());
   HARDACT_ASSERT_CUDA(loaded.status());
   HARDACT_ASSERT_CUDA(single.status());
   HARDACT_ASSERT_CUDA(device_firsts.upload(firsts));
-  const hardact::detail::DeviceBroadcast<std::uint32_t> broadcast = hardact::detail::prepare_broadcast(
-      hardact::Broadcast<std::uint32_t>{device_values.data() + skew, inner, period}, call_size);
-  broadcast_reads<Count><<<static_cast<unsigned>((count + 127) / 128), 128>>>(broadcast, device_firsts.data(),
+  const hardact::detail::DeviceBroadcast<V> broadcast =
+      hardact::detail::prepare_broadcast(hardact::Broadcast<V>{device_values.data() + skew, inner, period}, call_size);
+  broadcast_reads<V, Count><<<static_cast<unsigned>((count + 127) / 128), 128>>>(broadcast, device_firsts.data(),
                                                                                 loaded.data(), single.data(), count);
   HARDACT_ASSERT_CUDA(cudaGetLastError());
   HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
-  std::vector<std::uint32_t> got_loaded, got_single;
+  std::vector<V> got_loaded, got_single;
   HARDACT_ASSERT_CUDA(loaded.download(got_loaded));
   HARDACT_ASSERT_CUDA(single.download(got_single));
   for (std::size_t i = 0; i < count; ++i) {
     for (std::size_t j = 0; j < static_cast<std::size_t>(Count); ++j) {
       const std::uint64_t index = firsts[i] + j;
-      const std::uint32_t expected = values[skew + (index / inner) % period];
+      const V expected = values[skew + (index / inner) % period];
       const std::string where = ", inner " + std::to_string(inner) + ", period " + std::to_string(period) + ", skew " +
                                 std::to_string(skew) + ", call of " + std::to_string(call_size);
       ASSERT_EQ(got_loaded[i * Count + j], expected) << "load<" << Count << ">(" << firsts[i] << ")[" << j << "]" << where;
@@ -803,13 +890,13 @@ void check_broadcast_reads(std::size_t call_size, std::size_t inner, std::size_t
 
 // DeviceBroadcast's at() and load<Count>() (one value for a run, contiguous values 16 bytes at a time
 // when aligned, a step per element otherwise) in calls of up to 2^31 elements (32-bit form) and up
-// to 2^63 (64-bit form), values aligned to 16 bytes and not.
-TEST(DeviceFastDivmod, BroadcastReadsUpTo2To63) {
-  HARDACT_REQUIRE_DEVICE();
-  constexpr std::size_t kMaxPeriod = 1000;
-  std::vector<std::uint32_t> values(kMaxPeriod + 1);
-  for (std::size_t k = 0; k <= kMaxPeriod; ++k) values[k] = static_cast<std::uint32_t>(k * 2654435761u + 12345u);
-  GuardedBuffer<std::uint32_t> device_values(kMaxPeriod + 1);
+// to 2^63 (64-bit form), values aligned to 16 bytes and not; 32-bit values, and 16-bit and 8-bit
+// ones, which ValueArray packs (8-bit: periods up to 64, so that the values stay distinct).
+template <class V>
+void check_broadcast_reads_of(std::size_t max_period) {
+  std::vector<V> values(max_period + 1);
+  for (std::size_t k = 0; k <= max_period; ++k) values[k] = static_cast<V>(k * 2654435761u + 12345u);
+  GuardedBuffer<V> device_values(max_period + 1);
   HARDACT_ASSERT_CUDA(device_values.status());
   HARDACT_ASSERT_CUDA(device_values.upload(values));
   const bool quick = quick_mode();
@@ -817,8 +904,9 @@ TEST(DeviceFastDivmod, BroadcastReadsUpTo2To63) {
       quick ? std::vector<std::size_t>{1, 3, 49, std::size_t{1} << 40}
             : std::vector<std::size_t>{1, 2, 3, 7, 49, 3136, (std::size_t{1} << 20) + 1, std::size_t{1} << 40,
                                        std::size_t{1} << 62, std::size_t{kTwo63}};
-  const std::vector<std::size_t> periods =
-      quick ? std::vector<std::size_t>{1, 3, 64} : std::vector<std::size_t>{1, 2, 3, 5, 64, kMaxPeriod};
+  std::vector<std::size_t> periods;
+  for (const std::size_t period : quick ? std::vector<std::size_t>{1, 3, 64} : std::vector<std::size_t>{1, 2, 3, 5, 64, 1000})
+    if (period <= max_period) periods.push_back(period);
   const std::vector<std::size_t> call_sizes =
       quick ? std::vector<std::size_t>{divmod::kTwo31, kTwo63}
             : std::vector<std::size_t>{std::size_t{1} << 20, divmod::kTwo31, divmod::kTwo31 + 1, kTwo63};
@@ -835,6 +923,18 @@ TEST(DeviceFastDivmod, BroadcastReadsUpTo2To63) {
       }
     }
   }
+}
+
+TEST(DeviceFastDivmod, BroadcastReadsUpTo2To63) {
+  HARDACT_REQUIRE_DEVICE();
+  check_broadcast_reads_of<std::uint32_t>(1000);
+}
+
+TEST(DeviceFastDivmod, PackedBroadcastReadsUpTo2To63) {
+  HARDACT_REQUIRE_DEVICE();
+  check_broadcast_reads_of<std::uint16_t>(1000);
+  if (::testing::Test::HasFatalFailure()) return;
+  check_broadcast_reads_of<std::uint8_t>(64);
 }
 
 // =============================================================================================

@@ -12,6 +12,8 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <sstream>
+#include <string>
 
 namespace {
 
@@ -19,6 +21,13 @@ using namespace hardact_test;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
+
+/// "HardTanh{min, max}", for messages.
+std::string bounds_name(const reference::HardTanh& bounds) {
+  std::ostringstream name;
+  name << "HardTanh{" << bounds.min_val << ", " << bounds.max_val << "}";
+  return name.str();
+}
 
 template <class C>
 class DeviceHardTanh : public ::testing::Test {};
@@ -65,21 +74,19 @@ TYPED_TEST(DeviceHardTanh, ManyBoundSets) {
       {0.25, 0.25},    {-kInf, kInf},    {-0.1, 0.3},    {-1e10, 1e10},      {-70000.0, 70000.0},
       {-1e-40, 1e-40}, {0.0, 1e-40},     {-3.0, 3.0},    {-1e300, -1e-300},  {1e-300, 1e300},
   };
-  TransformRig<T> rig(70001, 3);
-  ASSERT_EQ(rig.status(), cudaSuccess) << cudaGetErrorName(rig.status());
+  TransformBatch<W, T> batch(70001, 3);
   for (const reference::HardTanh& bounds : bound_sets) {
     const hardact::HardTanh op{bounds.min_val, bounds.max_val};
+    const std::string name = bounds_name(bounds);
     for (const std::size_t n : {std::size_t{1000}, std::size_t{70001}}) {
       if (quick_mode() && n > 1000) continue;
       const std::vector<T> inputs = device_inputs<T>(n, 6000 + n, {bounds.min_val, bounds.max_val});
-      ASSERT_TRUE((rig.template run<W>(op, bounds, NanBits::Exact, inputs, 0, 0, false)))
-          << "HardTanh{" << bounds.min_val << ", " << bounds.max_val << "}";
-      ASSERT_TRUE((rig.template run<W>(op, bounds, NanBits::Exact, inputs, 1, 2, false)))
-          << "HardTanh{" << bounds.min_val << ", " << bounds.max_val << "}";
-      ASSERT_TRUE((rig.template run<W>(op, bounds, NanBits::Exact, inputs, 3, 3, true)))
-          << "HardTanh{" << bounds.min_val << ", " << bounds.max_val << "} in place";
+      ASSERT_TRUE((batch.add(op, bounds, NanBits::Exact, inputs, 0, 0, false, name)));
+      ASSERT_TRUE((batch.add(op, bounds, NanBits::Exact, inputs, 1, 2, false, name)));
+      ASSERT_TRUE((batch.add(op, bounds, NanBits::Exact, inputs, 3, 3, true, name + " in place")));
     }
   }
+  ASSERT_TRUE(batch.finish());
 }
 
 TYPED_TEST(DeviceHardTanh, BadInputsReturnInvalidValueAndWriteNothing) {

@@ -7,6 +7,7 @@
 #include "support/bits.hpp"
 #include "support/compare.hpp"
 #include "support/device.hpp"
+#include "support/launch_batch.hpp"
 #include "support/paths.hpp"
 #include "support/values.hpp"
 
@@ -21,7 +22,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hardact_test {
@@ -152,6 +155,171 @@ class TransformRig {
   GuardedBuffer<T> in_, out_;
 };
 
+/// Where a TransformBatch run sits and how messages name it: the part of a run that does not
+/// depend on the element type or the operation (compiled once, not once per test case).
+struct TransformPlace {
+  TransformPath path;
+  std::size_t n, in_offset, out_offset, capacity;  // capacity: elements of each region's payload
+  bool in_place;
+  ArenaRegion in, out;  // the same region in place
+  std::string where;    // "(n=..., in offset ..., out offset ...[, in place]", for messages
+  std::string suffix;   // the rest: the output's position, the path and the caller's note
+
+  /// A run's place before lay_out(): offsets, capacity and the first part of its messages.
+  static TransformPlace make(TransformPath path, std::size_t n, std::size_t in_offset, std::size_t out_offset,
+                             bool in_place, std::size_t capacity) {
+    TransformPlace place{};
+    place.path = path;
+    place.n = n;
+    place.in_offset = in_place ? out_offset : in_offset;
+    place.out_offset = out_offset;
+    place.capacity = capacity;
+    place.in_place = in_place;
+    place.where = "(n=" + std::to_string(n) + ", in offset " + std::to_string(place.in_offset) + ", out offset " +
+                  std::to_string(out_offset) + (in_place ? ", in place" : "");
+    return place;
+  }
+
+  /// Lays out the run's regions in `batch` (one in place) and uploads `inputs` (n elements of
+  /// `element_bytes`) at in_offset, or at out_offset in place, after making room: returns the
+  /// failure of a batch that had to run for it, or of a run that does not fit `max_offset`.
+  ::testing::AssertionResult lay_out(LaunchBatch& batch, const void* inputs, std::size_t element_bytes,
+                                     std::size_t max_offset, const std::string& note) {
+    if (n + max_offset > capacity || in_offset > max_offset || out_offset > max_offset) {
+      return ::testing::AssertionFailure() << "rig too small " << where << ")";
+    }
+    const std::size_t payload_bytes = capacity * element_bytes;
+    ::testing::AssertionResult room = batch.make_room(LaunchBatch::region_bytes(payload_bytes) * (in_place ? 1 : 2));
+    if (!room) return room;
+    in = batch.add_region(payload_bytes);
+    batch.write_bytes(in, in_offset * element_bytes, inputs, n * element_bytes);
+    out = in_place ? in : batch.add_region(payload_bytes);
+    suffix = ", output " + out.position() + ") [" + path_name(path) + "]";
+    if (!note.empty()) suffix += "\n  " + note;
+    return ::testing::AssertionSuccess();
+  }
+
+  /// What changed in the regions outside the output, or empty: the output region's guard bands,
+  /// and (not in place) the input region, which must come back exactly as uploaded.
+  std::string changed_outside_output(const unsigned char* before, const unsigned char* after,
+                                     std::size_t element_bytes) const {
+    if (!LaunchBatch::unchanged_outside(before, after, out, 0, capacity * element_bytes)) {
+      return "output guard band overwritten";
+    }
+    if (in_place) return {};
+    return LaunchBatch::changed_input(before, after, in, element_bytes, in_offset, n, "input");
+  }
+
+  ::testing::AssertionResult failure(const std::string& what) const {
+    return ::testing::AssertionFailure() << what << " " << where << suffix;
+  }
+};
+
+/// One run of a TransformBatch: transform<VecWidth>(op, in + in_offset, out + out_offset, n) on
+/// `path`, or in place at out + out_offset, in its own regions; checked as
+/// TransformRig::run_on_path checks a run.
+template <int VecWidth, class T, class Op, class Reference>
+class TransformRun final : public BatchRun {
+ public:
+  TransformRun(const Op& op, const Reference& reference, NanBits nan, TransformPlace place)
+      : BatchRun(place.where + place.suffix), op_(op), reference_(reference), nan_(nan), place_(std::move(place)) {}
+
+  cudaError_t launch(unsigned char* arena, cudaStream_t stream) const override {
+    const ScopedTransformPath forced(place_.path);
+    T* const out = LaunchBatch::pointer<T>(arena, place_.out) + place_.out_offset;
+    const T* const in = place_.in_place ? out : LaunchBatch::pointer<T>(arena, place_.in) + place_.in_offset;
+    return hardact::transform<VecWidth>(op_, in, out, place_.n, stream);
+  }
+
+  ::testing::AssertionResult check(cudaError_t launched, const unsigned char* before,
+                                   const unsigned char* after) const override {
+    if (launched != cudaSuccess) return place_.failure(std::string("transform returned ") + cudaGetErrorName(launched));
+    const std::vector<T> inputs = LaunchBatch::read<T>(before, place_.in, place_.in_offset, place_.n);
+    const std::vector<T> region = LaunchBatch::read<T>(after, place_.out, 0, place_.capacity);
+    ::testing::AssertionResult result = region_holds_results(region, place_.out_offset, inputs, reference_, nan_);
+    if (!result) return result << "\n  " << place_.where << place_.suffix;
+    const std::string changed = place_.changed_outside_output(before, after, sizeof(T));
+    if (!changed.empty()) return place_.failure(changed);
+    return ::testing::AssertionSuccess();
+  }
+
+ private:
+  Op op_;
+  Reference reference_;
+  NanBits nan_;
+  TransformPlace place_;
+};
+
+/// The part of TransformBatch that does not depend on the element type or the operation.
+class TransformBatchCore {
+ public:
+  TransformBatchCore(std::size_t capacity, std::size_t max_offset) : capacity_(capacity), max_offset_(max_offset) {}
+
+  /// Runs what is left in the batch.
+  ::testing::AssertionResult finish() { return batch_.execute(); }
+
+ protected:
+  /// Makes a typed run from `context` (the operation, reference and NaN rule) and its place.
+  using MakeRun = std::unique_ptr<const BatchRun> (*)(const void* context, TransformPlace&& place);
+
+  /// TransformBatch::add for `inputs` (n elements of `element_bytes`) on every path a call at the
+  /// automatic width (or at an explicit one) can take.
+  ::testing::AssertionResult add_runs(bool automatic_width, const void* inputs, std::size_t n,
+                                      std::size_t element_bytes, std::size_t in_offset, std::size_t out_offset,
+                                      bool in_place, const std::string& note, const void* context, MakeRun make_run) {
+    for (const TransformPath path : automatic_width ? paths_under_test<0>() : paths_under_test<1>()) {
+      TransformPlace place = TransformPlace::make(path, n, in_offset, out_offset, in_place, capacity_ + max_offset_);
+      ::testing::AssertionResult laid_out = place.lay_out(batch_, inputs, element_bytes, max_offset_, note);
+      if (!laid_out) return laid_out;
+      batch_.add_run(make_run(context, std::move(place)));
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+ private:
+  std::size_t capacity_, max_offset_;
+  LaunchBatch batch_;
+};
+
+/// TransformRig::run, batched (launch_batch.hpp): add() lays out, for each path a call at VecWidth
+/// can take, a guarded input region and a guarded output region of their own, each `capacity` +
+/// `max_offset` elements between guard bands as in a TransformRig; the batch runs when full and at
+/// finish(), in one upload, one launch per run on the legacy default stream, one synchronisation
+/// and one download. Each run is then checked as run_on_path checks it: every output element
+/// against the reference, every other element of its output region still poison, the guard bands
+/// intact, and the input region (input, slack and guards) exactly as uploaded.
+template <int VecWidth, class T>
+class TransformBatch : public TransformBatchCore {
+ public:
+  using TransformBatchCore::TransformBatchCore;
+
+  /// Adds transform<VecWidth>(op, in + in_offset, out + out_offset, inputs.size()), or in place at
+  /// out + out_offset, on every path; `note` is added to its failure messages. Returns the failure
+  /// of a batch that had to run to make room, else success.
+  template <class Op, class Reference>
+  ::testing::AssertionResult add(const Op& op, const Reference& reference, NanBits nan, const std::vector<T>& inputs,
+                                 std::size_t in_offset, std::size_t out_offset, bool in_place,
+                                 const std::string& note = {}) {
+    const Context<Op, Reference> context{op, reference, nan};
+    return add_runs(VecWidth == 0, inputs.data(), inputs.size(), sizeof(T), in_offset, out_offset, in_place, note,
+                    &context, &make_run<Op, Reference>);
+  }
+
+ private:
+  template <class Op, class Reference>
+  struct Context {
+    const Op& op;
+    const Reference& reference;
+    NanBits nan;
+  };
+
+  template <class Op, class Reference>
+  static std::unique_ptr<const BatchRun> make_run(const void* context, TransformPlace&& place) {
+    const auto& c = *static_cast<const Context<Op, Reference>*>(context);
+    return std::make_unique<const TransformRun<VecWidth, T, Op, Reference>>(c.op, c.reference, c.nan, std::move(place));
+  }
+};
+
 /// True when every byte of the buffer's payload and guards still holds the poison pattern.
 template <class T>
 ::testing::AssertionResult all_poisoned(GuardedBuffer<T>& buffer) {
@@ -236,19 +404,21 @@ inline std::vector<std::size_t> head_offsets() {
   return offsets;
 }
 
-// ---- Sweeps, shared by the per-policy device tests. Each stops at its first failure. ----
+// ---- Sweeps, shared by the per-policy device tests. Each stops at its first failure (the runs of
+// a batch all run; the first of them to fail, in the order added, is reported). ----
 
-/// Every short length, at aligned (0, 0) and at odd offsets (3, 3) and (1, 2).
+/// Every short length, at aligned (0, 0) and at odd offsets (3, 3) and (1, 2). Batched: a few
+/// round trips in all instead of several per run (issue 19).
 template <int VecWidth, class T, class Op, class Reference>
 void sweep_short_lengths(const Op& op, const Reference& reference, NanBits nan) {
-  TransformRig<T> rig(1100, 3);
-  ASSERT_EQ(rig.status(), cudaSuccess) << cudaGetErrorName(rig.status());
+  TransformBatch<VecWidth, T> batch(1100, 3);
   for (const std::size_t n : short_lengths()) {
     const std::vector<T> inputs = device_inputs<T>(n, 1000 + n);
-    ASSERT_TRUE((rig.template run<VecWidth>(op, reference, nan, inputs, 0, 0, false)));
-    ASSERT_TRUE((rig.template run<VecWidth>(op, reference, nan, inputs, 3, 3, false)));
-    if (n % 5 == 0) ASSERT_TRUE((rig.template run<VecWidth>(op, reference, nan, inputs, 1, 2, false)));
+    ASSERT_TRUE((batch.add(op, reference, nan, inputs, 0, 0, false)));
+    ASSERT_TRUE((batch.add(op, reference, nan, inputs, 3, 3, false)));
+    if (n % 5 == 0) ASSERT_TRUE((batch.add(op, reference, nan, inputs, 1, 2, false)));
   }
+  ASSERT_TRUE(batch.finish());
 }
 
 /// Lengths around vector, block and tile multiples, aligned and at odd offsets; then the large
@@ -256,20 +426,20 @@ void sweep_short_lengths(const Op& op, const Reference& reference, NanBits nan) 
 template <int VecWidth, class T, class Op, class Reference>
 void sweep_boundary_lengths(const Op& op, const Reference& reference, NanBits nan) {
   const std::vector<std::size_t> lengths = boundary_lengths<T>();
-  TransformRig<T> rig(lengths.back(), 5);
-  ASSERT_EQ(rig.status(), cudaSuccess) << cudaGetErrorName(rig.status());
+  TransformBatch<VecWidth, T> batch(lengths.back(), 5);
   for (const std::size_t n : lengths) {
     const std::vector<T> inputs = device_inputs<T>(n, 2000 + n);
-    ASSERT_TRUE((rig.template run<VecWidth>(op, reference, nan, inputs, 0, 0, false)));
-    ASSERT_TRUE((rig.template run<VecWidth>(op, reference, nan, inputs, 1, 1, false)));
-    ASSERT_TRUE((rig.template run<VecWidth>(op, reference, nan, inputs, 5, 2, false)));
+    ASSERT_TRUE((batch.add(op, reference, nan, inputs, 0, 0, false)));
+    ASSERT_TRUE((batch.add(op, reference, nan, inputs, 1, 1, false)));
+    ASSERT_TRUE((batch.add(op, reference, nan, inputs, 5, 2, false)));
   }
+  ASSERT_TRUE(batch.finish());
   for (const std::size_t n : large_lengths<T>()) {
-    TransformRig<T> large_rig(n, 5);  // sized to the run, so the checks copy no slack
-    ASSERT_EQ(large_rig.status(), cudaSuccess) << cudaGetErrorName(large_rig.status());
+    TransformBatch<VecWidth, T> large_batch(n, 5);  // regions sized to the run, so the checks copy no slack
     const std::vector<T> inputs = device_inputs<T>(n, 2000 + n);
-    ASSERT_TRUE((large_rig.template run<VecWidth>(op, reference, nan, inputs, 0, 0, false)));
-    ASSERT_TRUE((large_rig.template run<VecWidth>(op, reference, nan, inputs, 5, 2, false)));
+    ASSERT_TRUE((large_batch.add(op, reference, nan, inputs, 0, 0, false)));
+    ASSERT_TRUE((large_batch.add(op, reference, nan, inputs, 5, 2, false)));
+    ASSERT_TRUE(large_batch.finish());
   }
 }
 
@@ -278,16 +448,16 @@ template <int VecWidth, class T, class Op, class Reference>
 void sweep_offset_pairs(const Op& op, const Reference& reference, NanBits nan) {
   const std::vector<std::size_t> lengths =
       quick_mode() ? std::vector<std::size_t>{30, 1000} : std::vector<std::size_t>{1, 30, 1000, 4099};
-  TransformRig<T> rig(4099, 15);
-  ASSERT_EQ(rig.status(), cudaSuccess) << cudaGetErrorName(rig.status());
+  TransformBatch<VecWidth, T> batch(4099, 15);
   for (const std::size_t n : lengths) {
     const std::vector<T> inputs = device_inputs<T>(n, 3000 + n);
     for (const std::size_t in_offset : head_offsets()) {
       for (const std::size_t out_offset : head_offsets()) {
-        ASSERT_TRUE((rig.template run<VecWidth>(op, reference, nan, inputs, in_offset, out_offset, false)));
+        ASSERT_TRUE((batch.add(op, reference, nan, inputs, in_offset, out_offset, false)));
       }
     }
   }
+  ASSERT_TRUE(batch.finish());
 }
 
 /// In place (in == out) at every head offset.
@@ -295,14 +465,14 @@ template <int VecWidth, class T, class Op, class Reference>
 void sweep_in_place(const Op& op, const Reference& reference, NanBits nan) {
   const std::vector<std::size_t> lengths = quick_mode() ? std::vector<std::size_t>{7, 1001}
                                                         : std::vector<std::size_t>{1, 7, 100, 1001, 4099, 65539};
-  TransformRig<T> rig(65539, 15);
-  ASSERT_EQ(rig.status(), cudaSuccess) << cudaGetErrorName(rig.status());
+  TransformBatch<VecWidth, T> batch(65539, 15);
   for (const std::size_t n : lengths) {
     const std::vector<T> inputs = device_inputs<T>(n, 4000 + n);
     for (const std::size_t offset : head_offsets()) {
-      ASSERT_TRUE((rig.template run<VecWidth>(op, reference, nan, inputs, offset, offset, true)));
+      ASSERT_TRUE((batch.add(op, reference, nan, inputs, offset, offset, true)));
     }
   }
+  ASSERT_TRUE(batch.finish());
 }
 
 /// Every invalid call (null, misaligned, partly overlapping pointers; each of `invalid_ops`)
