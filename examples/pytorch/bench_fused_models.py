@@ -16,7 +16,8 @@ The rewrite changes the arithmetic (x * scale + shift instead of BatchNorm's nor
 bfloat16 one rounding instead of two), so outputs are not bit-identical: printed is the largest
 absolute difference between the two models' outputs, and that difference relative to the largest
 output magnitude. Exit status: 0 ran, 1 a model failed to rewrite or a difference is out of
-bounds (relative 1e-3 in float32, 5e-2 in bfloat16), 2 no GPU.
+bounds (relative 1e-2 in float32, 5e-2 in bfloat16: a wrong rewrite differs by O(1); timm's random
+MobileNetV3 amplifies rounding to 1.6e-3 in float32, H100, 2026-11-24), 2 no GPU.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import sys
 import torch
 from torch import nn
 
-from bench_models import benchmark_setup, build, stop_compile_workers, time_pair
+from bench_models import benchmark_setup, build_eval, image_batch, time_pair, warmed_modes
 from checklib import import_package
 
 ha = import_package()
@@ -37,7 +38,7 @@ ha = import_package()
 NORM_KERNEL = re.compile(r"batch_?norm|bn_fw|bn_|welford", re.IGNORECASE)
 ACTIVATION_KERNEL = re.compile(r"hardswish|hardsigmoid|hardtanh|relu6|clamp|threshold|transform_kernel",
                                re.IGNORECASE)
-RELATIVE_BOUND = {torch.float32: 1e-3, torch.bfloat16: 5e-2}
+RELATIVE_BOUND = {torch.float32: 1e-2, torch.bfloat16: 5e-2}
 
 
 def gpu_profile(model, x: torch.Tensor) -> tuple[float, int, float, float]:
@@ -64,10 +65,8 @@ def main() -> int:
              "GPU torch.nn: total, kernels (BatchNorm, activations) | GPU rewritten | max abs diff (relative) |",
              "|---|---|---|---|---|---|---|"]
     for name in names:
-        try:
-            base = build(name).cuda().eval().to(memory_format=torch.channels_last)
-        except ImportError as error:
-            print(f"skipped {name}: {error}")
+        base = build_eval(name)
+        if base is None:
             continue
         rewritten = copy.deepcopy(base)
         fused = ha.fuse_batchnorm_activation(rewritten)
@@ -78,25 +77,14 @@ def main() -> int:
         if fused == 0:
             failures.append(f"{name}: nothing was fused")
         for dtype in dtypes:
-            x = torch.randn(args.batch, 3, 224, 224, device="cuda").to(dtype).to(memory_format=torch.channels_last)
-            eager = {"torch.nn": copy.deepcopy(base).to(dtype), "hardact": copy.deepcopy(rewritten).to(dtype)}
-            modes = [("eager", eager)]
-            if name in compiled:
-                torch._dynamo.reset()
-                modes.append(("compiled", {k: torch.compile(m, fullgraph=True) for k, m in eager.items()}))
-            for mode, models in modes:
-                label = f"{name}, {str(dtype).replace('torch.', '')}, {mode}"
+            x = image_batch(args, dtype)
+            for label, models, outputs in warmed_modes(name, dtype, base, rewritten, compiled, x):
+                outputs = {k: v.float() for k, v in outputs.items()}
+                difference = (outputs["hardact"] - outputs["torch.nn"]).abs().max().item()
+                relative = difference / max(outputs["torch.nn"].abs().max().item(), 1e-30)
+                if not relative <= RELATIVE_BOUND[dtype]:
+                    failures.append(f"{label}: output differs by {difference:.3g} (relative {relative:.3g})")
                 with torch.no_grad():
-                    outputs = {k: m(x).float() for k, m in models.items()}
-                    if mode == "compiled":
-                        stop_compile_workers()
-                    for _ in range(3):
-                        for m in models.values():
-                            m(x)
-                    difference = (outputs["hardact"] - outputs["torch.nn"]).abs().max().item()
-                    relative = difference / max(outputs["torch.nn"].abs().max().item(), 1e-30)
-                    if not relative <= RELATIVE_BOUND[dtype]:
-                        failures.append(f"{label}: output differs by {difference:.3g} (relative {relative:.3g})")
                     times = time_pair(models, x, args.reps, args.iters)
                     profiles = {k: gpu_profile(m, x) for k, m in models.items()}
                 ratios = [a / b for a, b in zip(times["torch.nn"], times["hardact"])]

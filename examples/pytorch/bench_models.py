@@ -95,6 +95,39 @@ def stop_compile_workers() -> None:
     shutdown_compile_workers()
 
 
+def build_eval(name: str) -> nn.Module | None:
+    """build(name) on the GPU, in eval mode and channels_last; None (said) when its library is missing."""
+    try:
+        return build(name).cuda().eval().to(memory_format=torch.channels_last)
+    except ImportError as error:
+        print(f"skipped {name}: {error}")
+        return None
+
+
+def warmed_modes(name: str, dtype: torch.dtype, base: nn.Module, other: nn.Module, compiled: set, x: torch.Tensor):
+    """Yields (label, models, outputs) for eager and, when `name` is in `compiled`, for
+    torch.compile(fullgraph=True): models holds copies of `base` ("torch.nn") and `other` ("hardact")
+    in `dtype`, outputs one forward of each on x (which compiles), after which they are warmed up."""
+    eager = {"torch.nn": copy.deepcopy(base).to(dtype), "hardact": copy.deepcopy(other).to(dtype)}
+    modes = [("eager", eager)]
+    if name in compiled:
+        torch._dynamo.reset()
+        modes.append(("compiled", {k: torch.compile(m, fullgraph=True) for k, m in eager.items()}))
+    for mode, models in modes:
+        with torch.no_grad():
+            outputs = {k: m(x) for k, m in models.items()}
+            if mode == "compiled":
+                stop_compile_workers()
+            for _ in range(3):
+                for m in models.values():
+                    m(x)
+        yield f"{name}, {str(dtype).replace('torch.', '')}, {mode}", models, outputs
+
+
+def image_batch(args, dtype: torch.dtype) -> torch.Tensor:
+    return torch.randn(args.batch, 3, 224, 224, device="cuda").to(dtype).to(memory_format=torch.channels_last)
+
+
 ACTIVATION_KERNEL = re.compile(r"hardswish|hardsigmoid|hardtanh|relu6|clamp|transform_kernel", re.IGNORECASE)
 
 
@@ -183,10 +216,8 @@ def main() -> int:
              "GPU: torch.nn (time, kernels; activation kernels) | GPU: hardact |", "|---|---|---|---|---|---|"]
     training = []
     for name in names:
-        try:
-            base = build(name).cuda().eval().to(memory_format=torch.channels_last)
-        except ImportError as error:
-            print(f"skipped {name}: {error}")
+        base = build_eval(name)
+        if base is None:
             continue
         swapped = copy.deepcopy(base)
         replaced = ha.replace_activations(swapped)
@@ -195,27 +226,14 @@ def main() -> int:
         if left:
             failures.append(f"{name}: {left} activation modules were not replaced")
         for dtype in dtypes:
-            x = torch.randn(args.batch, 3, 224, 224, device="cuda").to(dtype).to(memory_format=torch.channels_last)
-            eager = {"torch.nn": copy.deepcopy(base).to(dtype), "hardact": copy.deepcopy(swapped).to(dtype)}
-            modes = [("eager", eager)]
-            if name in compiled:
-                torch._dynamo.reset()
-                modes.append(("compiled", {k: torch.compile(m, fullgraph=True) for k, m in eager.items()}))
-            for mode, models in modes:
-                label = f"{name}, {str(dtype).replace('torch.', '')}, {mode}"
-                with torch.no_grad():
-                    outputs = {k: m(x) for k, m in models.items()}  # compiles, in compiled mode
-                    if mode == "compiled":
-                        stop_compile_workers()
-                    for _ in range(3):
-                        for m in models.values():
-                            m(x)
-                    report = mismatch_report(outputs["hardact"], outputs["torch.nn"])
-                    if report:
-                        failures.append(f"{label}: output {report}")
-                    with torch._dynamo.config.patch(error_on_recompile=True):
-                        times = time_pair(models, x, args.reps, args.iters)
-                        profiles = {k: gpu_profile(m, x) for k, m in models.items()}
+            x = image_batch(args, dtype)
+            for label, models, outputs in warmed_modes(name, dtype, base, swapped, compiled, x):
+                report = mismatch_report(outputs["hardact"], outputs["torch.nn"])
+                if report:
+                    failures.append(f"{label}: output {report}")
+                with torch.no_grad(), torch._dynamo.config.patch(error_on_recompile=True):
+                    times = time_pair(models, x, args.reps, args.iters)
+                    profiles = {k: gpu_profile(m, x) for k, m in models.items()}
                 line = row(label, times, profiles) + (" output bit-identical" if not report else " OUTPUT DIFFERS")
                 table.append(line)
                 print(line, flush=True)
