@@ -1,7 +1,8 @@
 // The probe of TUNING.md row 39 (probe-broadcast-pack-h100-2026-11-24.txt): hardact fused calls against
 // cudaMemcpyAsync of the same bytes, interleaved rep by rep. Built by hand against a tree, e.g.
 //   nvcc -std=c++17 -O3 -Iinclude -gencode=arch=compute_90,code=sm_90 -DVARIANT='"name"' docs/tuning/broadcast-probe.cu
-// and run as `[PROBE_UNITS=1|2] ./a.out [reps] [bf16|float|both]`.
+// and run as `[PROBE_UNITS=1|2] [PROBE_BLOCKS=b PROBE_STAGES=s] [PROBE_PATH=direct|staged] [PROBE_ROWS=bn_nhwc,...]
+//   ./a.out [reps] [bf16|float|both]`.
 #include <hardact/hardact.cuh>
 #include <cuda_bf16.h>
 #include <algorithm>
@@ -20,6 +21,13 @@ template <class F> float time_ms(F f) {
   float ms; cudaEventElapsedTime(&ms, a, b); cudaEventDestroy(a); cudaEventDestroy(b); return ms;
 }
 float median(std::vector<float> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
+std::string shape_name() {
+  std::string name;
+  for (const char* v : {"PROBE_PATH", "PROBE_UNITS", "PROBE_BLOCKS", "PROBE_STAGES"}) {
+    if (const char* value = std::getenv(v)) name += std::string(v + 6, 1) + value;
+  }
+  return name.empty() ? "rule" : name;
+}
 template <class T> void rows(const char* tname, int reps) {
   T *x, *y, *r, *s, *b;
   CHECK(cudaMalloc(&x, N * sizeof(T))); CHECK(cudaMalloc(&y, N * sizeof(T))); CHECK(cudaMalloc(&r, N * sizeof(T)));
@@ -37,7 +45,9 @@ template <class T> void rows(const char* tname, int reps) {
     {"gate_nchw", 1, [&] { return hardact::transform(hardact::HardSigmoidGate{}, (const T*)x, hardact::per_channel((const T*)s, B * C, HW), y, N); }},
     {"residual", 2, [&] { return hardact::transform(hardact::residual_activation(hardact::HardSwish{}), (const T*)x, (const T*)r, y, N); }},
   };
+  const char* only = std::getenv("PROBE_ROWS");  // a substring of the rows to run
   for (auto& row : list) {
+    if (only != nullptr && std::string(only).find(row.name) == std::string::npos) continue;
     CHECK(row.f()); CHECK(cudaDeviceSynchronize());
     const std::size_t bytes = N * sizeof(T);
     std::vector<float> copy, fused;
@@ -50,13 +60,19 @@ template <class T> void rows(const char* tname, int reps) {
     const double copy_ms = median(copy) * double(row.full + 1) / 2.0;
     std::vector<float> ratios; for (int i = 0; i < reps; ++i) ratios.push_back(float(copy[i] * (row.full + 1) / 2.0 / fused[i]));
     std::sort(ratios.begin(), ratios.end());
-    std::printf("%-8s u%s %-6s %-13s copy %.3f ms fused %.3f ms  x copy %.3f (q1 %.3f q3 %.3f)\n", VARIANT, std::getenv("PROBE_UNITS") ? std::getenv("PROBE_UNITS") : "a", tname, row.name.c_str(),
+    std::printf("%-8s %-14s %-6s %-13s copy %.3f ms fused %.3f ms  x copy %.3f (q1 %.3f q3 %.3f)\n", VARIANT, shape_name().c_str(), tname, row.name.c_str(),
                 copy_ms, median(fused), copy_ms / median(fused), ratios[reps / 4], ratios[3 * reps / 4]);
   }
   cudaFree(x); cudaFree(y); cudaFree(r); cudaFree(s); cudaFree(b);
 }
 int main(int argc, char** argv) {
-  if (const char* u = std::getenv("PROBE_UNITS")) hardact::detail::transform_tuning().staged_units_per_thread = std::atoi(u);
+  auto& tuning = hardact::detail::transform_tuning();
+  if (const char* u = std::getenv("PROBE_UNITS")) tuning.staged_units_per_thread = std::atoi(u);
+  if (const char* b = std::getenv("PROBE_BLOCKS")) tuning.staged_blocks_per_multiprocessor = std::atoi(b);
+  if (const char* s = std::getenv("PROBE_STAGES")) tuning.staged_stages = std::atoi(s);
+  if (const char* p = std::getenv("PROBE_PATH")) {
+    tuning.path = std::string(p) == "direct" ? hardact::detail::TransformPath::direct : hardact::detail::TransformPath::staged;
+  }
   const int reps = argc > 1 ? std::atoi(argv[1]) : 15;
   const std::string which = argc > 2 ? argv[2] : "both";
   if (which != "float") rows<__nv_bfloat16>("bf16", reps);
