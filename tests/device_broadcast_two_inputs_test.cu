@@ -1,0 +1,87 @@
+// Broadcast operands with two full-length inputs through the launchers on the device, in float,
+// double, half and bfloat16: a residual plus a bias (a chain), residual_activation (two full-length
+// inputs, no broadcast), and the backward policies BiasActivationBackward and
+// ScaleShiftActivationBackward with their broadcasts; device_family.hpp's sizes, every offset class
+// and in place on a full-length input.
+// Checked calls go through support/broadcast_check.hpp's check_call: bit for bit (NaN as a class)
+// against the policy applied on the host to each element's values, a broadcast's value for element
+// i being values[(i / inner) % period], on the direct and on the staged path, forced. (The broadcast
+// device tests are split over device_broadcast_*_test.cu so that they compile in parallel; issue 19.)
+// HARDACT_TEST_QUICK=1 (compute-sanitizer runs) keeps the sizes small and the placements few.
+#include "support/broadcast_check.hpp"
+#include "support/device.hpp"
+#include "support/values.hpp"
+
+#include <hardact/hardact.cuh>
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+
+namespace {
+
+using namespace hardact_test;
+using namespace hardact_test::broadcast;
+
+template <class T>
+class DeviceBroadcast : public ::testing::Test {};
+TYPED_TEST_SUITE(DeviceBroadcast, ElementTypes, TypeNames);
+
+// =============================================================================================
+// Two full-length inputs: a residual, and the backward policies with their broadcasts.
+
+/// x + residual + bias, in the compute type (the first step of a chain, which passes it C values).
+struct AddResidualAndBias {
+  template <class C>
+  __host__ __device__ C operator()(C x, C residual, C bias) const {
+    return hardact::detail::add_rn(hardact::detail::add_rn(x, residual), bias);
+  }
+};
+
+TYPED_TEST(DeviceBroadcast, ResidualPlusBias) {
+  HARDACT_REQUIRE_DEVICE();
+  using T = TypeParam;
+  const auto op = hardact::chain(AddResidualAndBias{}, hardact::HardSwish{});
+  for (const std::size_t n : sweep_sizes()) {
+    check_call<T>(op, n, full_input<T>(n, n), full_input<T>(n, n + 1), channel_input<T>(64, 1, 64));
+    if (::testing::Test::HasFatalFailure()) return;
+    check_call<T>(op, n, full_input<T>(n, n + 2), full_input<T>(n, n + 3), channel_input<T>(6, 49, 65));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// residual_activation with a full-length residual (no broadcast: the launchers' plain path).
+TYPED_TEST(DeviceBroadcast, ResidualActivation) {
+  HARDACT_REQUIRE_DEVICE();
+  using T = TypeParam;
+  for (const std::size_t n : sweep_sizes()) {
+    check_call<T>(hardact::residual_activation(hardact::HardSwish{}), n, full_input<T>(n, n), full_input<T>(n, n + 9));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TYPED_TEST(DeviceBroadcast, BiasActivationBackward) {
+  HARDACT_REQUIRE_DEVICE();
+  using T = TypeParam;
+  const hardact::BiasActivationBackward<hardact::HardSwishBackward> op;
+  for (const std::size_t n : sweep_sizes()) {
+    check_call<T>(op, n, full_input<T>(n, n), full_input<T>(n, 2 * n), channel_input<T>(10, 1, 7));
+    if (::testing::Test::HasFatalFailure()) return;
+    check_call<T>(op, n, full_input<T>(n, n + 5), full_input<T>(n, 2 * n + 5), channel_input<T>(3, 49, 8));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TYPED_TEST(DeviceBroadcast, ScaleShiftActivationBackward) {
+  HARDACT_REQUIRE_DEVICE();
+  using T = TypeParam;
+  const hardact::ScaleShiftActivationBackward<hardact::HardSwishBackward> op;
+  for (const std::size_t n : sweep_sizes()) {
+    check_call<T>(op, n, full_input<T>(n, n), full_input<T>(n, 3 * n), channel_input<T>(16, 64, 1),
+                  channel_input<T>(16, 64, 2));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+}  // namespace
