@@ -2,7 +2,7 @@
 // division and forms 64 x 64 -> 128-bit products from 32-bit halves where the host compiler has no
 // 128-bit integers (the #else branches). This translation unit takes those branches by hiding
 // __SIZEOF_INT128__ before anything is included, and checks them against the same cases as
-// host_broadcast_test.cu (whose translation unit takes the __int128 branches). A separate
+// host_broadcast_operand_test.cu (whose translation unit takes the __int128 branches). A separate
 // executable, so that the two definitions of the inline functions never meet in one program.
 #undef __SIZEOF_INT128__
 
