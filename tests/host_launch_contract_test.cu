@@ -2,6 +2,7 @@
 // call, so the pointers here are host addresses that are never dereferenced. Without a GPU, any
 // CUDA call would return cudaErrorNoDevice or similar instead of the codes expected here. Also
 // compile-time checks of the public names and signatures of issue 2.
+#include "support/fake_device_memory.hpp"
 #include "support/values.hpp"
 
 #include <hardact/hardact.cuh>
@@ -17,6 +18,8 @@
 #include <utility>
 
 namespace {
+
+using hardact_test::FakeDeviceMemory;
 
 using hardact::HardSigmoid;
 using hardact::HardTanh;
@@ -86,15 +89,6 @@ static_assert(std::is_trivially_copyable_v<HardSigmoid> && std::is_trivially_cop
 static_assert(std::is_default_constructible_v<HardSigmoid> && std::is_default_constructible_v<HardTanh>);
 
 // ---- Run time: rejected calls. ----
-
-/// Host storage standing in for device memory: aligned for every type, never dereferenced.
-struct FakeDeviceMemory {
-  alignas(256) unsigned char bytes[4096];
-  template <class T>
-  T* at(std::size_t byte_offset) {
-    return reinterpret_cast<T*>(bytes + byte_offset);
-  }
-};
 
 template <class T>
 class HostLaunchContract : public ::testing::Test {

@@ -5,6 +5,8 @@
 // are never dereferenced (as in host_launch_contract_test.cu).
 #pragma once
 
+#include "support/fake_device_memory.hpp"
+
 #include <hardact/hardact.cuh>
 
 #include <cuda_runtime_api.h>
@@ -14,15 +16,6 @@
 #include <string>
 
 namespace hardact_test {
-
-/// Host storage standing in for device memory: aligned for every type, never dereferenced.
-struct FakeDeviceMemory {
-  alignas(256) unsigned char bytes[4096];
-  template <class T>
-  T* at(std::size_t byte_offset) {
-    return reinterpret_cast<T*>(bytes + byte_offset);
-  }
-};
 
 template <class T>
 class HostBroadcastContract : public ::testing::Test {
