@@ -92,7 +92,10 @@ TEST(LaunchShape, BroadcastCallsOfSixteenBitOutputsTakeTwoUnits) {
       staged_shape<bf16, bf16>(kH100, hardact::detail::estimated_residency<bf16, bf16>(kH100), 2);
   EXPECT_EQ(bf16_batchnorm.units_per_thread, 2);
   EXPECT_EQ(bf16_batchnorm.tiles_per_block, 1);
-  // A least above the largest tile is the largest tile.
+  // A least below one is one; above the largest tile, the largest tile.
+  EXPECT_EQ((staged_shape<bf16, bf16>(kH100, hardact::detail::estimated_residency<bf16, bf16>(kH100), 0)
+                 .units_per_thread),
+            1);
   EXPECT_EQ((staged_shape<bf16, bf16>(kH100, hardact::detail::estimated_residency<bf16, bf16>(kH100), 4)
                  .units_per_thread),
             2);

@@ -228,8 +228,8 @@ StagedResidency staged_residency(const DeviceProperties& device) {
 /// The staged kernel's shape on `device`: one-tile blocks, as many resident per multiprocessor as
 /// `residency` says, each with its tile in flight, with the smallest tile (units per thread, a
 /// power of two, at least `least_units`) whose resident blocks hold kStagedInFlightShare of what
-/// Little's law asks for. A tile counts kStagedSizedTileBytes. Measured (rows 19 and 22): a larger tile than needed costs
-/// ~1% on the H100, a smaller one 7-10% on the H200. If even the largest tile holds less than half
+/// Little's law asks for. A tile counts kStagedSizedTileBytes. Measured (rows 19 and 22): a larger
+/// tile than needed costs ~1% on the H100, a smaller one 7-10% on the H200. If even the largest tile holds less than half
 /// of it, a persistent grid whose blocks each keep stages - 1 tiles in flight while computing one.
 template <class TOut, class... TIn>
 StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& residency, int least_units = 1) {
@@ -246,7 +246,7 @@ StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& 
            static_cast<double>(kStagedSizedTileBytes<TOut, TIn...>);
   };
   if (residency.of(1) == 0) return shape;
-  int units = least_units < kStagedMaxUnitsPerThread ? least_units : kStagedMaxUnitsPerThread;
+  int units = std::clamp(least_units, 1, kStagedMaxUnitsPerThread);
   while (units < kStagedMaxUnitsPerThread && held(units) < kStagedInFlightShare * in_flight) units *= 2;
   if (forced_units >= 1 && forced_units <= kStagedMaxUnitsPerThread) units = forced_units;
   shape.units_per_thread = units;
