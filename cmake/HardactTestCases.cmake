@@ -1,13 +1,16 @@
 # Run by ctest (via the TEST_INCLUDE_FILES hardact_discover_tests registers): lists the GoogleTest
 # cases of one executable and adds them as tests, named PREFIX + Suite.Case exactly as
 # --gtest_filter spells it (typed and parameterized suites keep their "/float" or "/0"), so
-# `ctest -R` takes the same names as the test program. Up to `cases_per_entry` consecutive cases
-# of one suite share an entry, named PREFIX + Suite.CaseA:CaseB:... and run by one process: every
+# `ctest -R` takes the same names as the test program. Up to `cases_per_entry` consecutive cases,
+# of one suite or of several, share an entry run by one process, named
+# PREFIX + SuiteA.Case1:Case2:SuiteB.Case3:... (each suite named where its cases start): every
 # device test process creates a CUDA context, and the driver creates them one at a time (0.3 s
 # alone, 3.3 s each when 16 start at once on the H100; issue 19). Inputs: executable, prefix,
-# properties, cases_per_entry, and serial_cases: a regular expression; the Suite.Case names it
-# matches are RUN_SERIAL, one case per entry. Listing happens whenever ctest reads the test list
-# (a few milliseconds per executable), so the entries always match the program that will run.
+# properties, cases_per_entry, case_cost (tenths of a second one case takes in a parallel run; an
+# entry's COST is its cases times that, so ctest starts the longest entries first) and
+# serial_cases: a regular expression; the Suite.Case names it matches are RUN_SERIAL, one case per
+# entry. Listing happens whenever ctest reads the test list (a few milliseconds per executable),
+# so the entries always match the program that will run.
 if(NOT EXISTS "${executable}")
   # Not built (e.g. only some targets were built): one entry that fails and says so.
   add_test("${prefix}NOT_BUILT" "${executable}")
@@ -27,49 +30,66 @@ string(REPLACE "\n" ";" lines "${listing}")
 if(NOT cases_per_entry GREATER 0)
   set(cases_per_entry 1)
 endif()
+if(NOT case_cost GREATER 0)
+  set(case_cost 1)
+endif()
 set(suite "")
-set(group "")  # the pending entry's cases, of `suite`
+set(entry_name "")    # the pending entry's name after the prefix
+set(entry_filter "")  # its --gtest_filter
+set(entry_suite "")   # the suite of its last case
+set(entry_size 0)
 set(count 0)
-# Adds the pending entry. Entries of several cases cost more: ctest starts them first.
-macro(hardact_add_case_group)
-  list(LENGTH group group_size)
-  if(group_size GREATER 0)
-    list(JOIN group ":" joined_cases)
-    list(TRANSFORM group PREPEND "${suite}." OUTPUT_VARIABLE group_filter)
-    list(JOIN group_filter ":" group_filter)
-    add_test("${prefix}${suite}.${joined_cases}" "${executable}" "--gtest_filter=${group_filter}")
-    set_tests_properties("${prefix}${suite}.${joined_cases}" PROPERTIES ${properties} COST ${group_size})
-    if(NOT serial_cases STREQUAL "" AND "${suite}.${joined_cases}" MATCHES "${serial_cases}")
-      set_tests_properties("${prefix}${suite}.${joined_cases}" PROPERTIES RUN_SERIAL TRUE)
+# Adds the pending entry.
+macro(hardact_add_entry)
+  if(entry_size GREATER 0)
+    math(EXPR entry_cost "${entry_size} * ${case_cost}")
+    add_test("${prefix}${entry_name}" "${executable}" "--gtest_filter=${entry_filter}")
+    set_tests_properties("${prefix}${entry_name}" PROPERTIES ${properties} COST ${entry_cost})
+    if(entry_serial)
+      set_tests_properties("${prefix}${entry_name}" PROPERTIES RUN_SERIAL TRUE)
     endif()
-    set(group "")
+    set(entry_name "")
+    set(entry_filter "")
+    set(entry_suite "")
+    set(entry_size 0)
   endif()
+  set(entry_serial FALSE)
 endmacro()
+set(entry_serial FALSE)
 foreach(line IN LISTS lines)
   # Drop the "  # TypeParam = ..." / "  # GetParam() = ..." comments GoogleTest appends.
   string(REGEX REPLACE " *#.*$" "" line "${line}")
   if(line MATCHES "^  +([^ ]+)$")
     set(case_name "${CMAKE_MATCH_1}")
-    set(limit ${cases_per_entry})
+    set(serial FALSE)
     if(NOT serial_cases STREQUAL "" AND "${suite}.${case_name}" MATCHES "${serial_cases}")
-      set(limit 1)
+      set(serial TRUE)
     endif()
-    list(LENGTH group group_size)
-    if(group_size GREATER_EQUAL limit)
-      hardact_add_case_group()
+    if(serial OR entry_size GREATER_EQUAL cases_per_entry)
+      hardact_add_entry()
     endif()
-    list(APPEND group "${case_name}")
-    if(limit EQUAL 1)
-      hardact_add_case_group()
+    if(entry_size GREATER 0)
+      string(APPEND entry_filter ":")
+      string(APPEND entry_name ":")
     endif()
+    string(APPEND entry_filter "${suite}.${case_name}")
+    if(suite STREQUAL entry_suite)
+      string(APPEND entry_name "${case_name}")
+    else()
+      string(APPEND entry_name "${suite}.${case_name}")
+    endif()
+    set(entry_suite "${suite}")
+    math(EXPR entry_size "${entry_size} + 1")
     math(EXPR count "${count} + 1")
+    if(serial)
+      set(entry_serial TRUE)
+      hardact_add_entry()
+    endif()
   elseif(line MATCHES "^([^ ]+)\\.$")
-    set(next_suite "${CMAKE_MATCH_1}")  # the macro's own MATCHES resets CMAKE_MATCH_1
-    hardact_add_case_group()
-    set(suite "${next_suite}")
+    set(suite "${CMAKE_MATCH_1}")
   endif()
 endforeach()
-hardact_add_case_group()
+hardact_add_entry()
 if(count EQUAL 0)
   message(FATAL_ERROR "hardact: '${executable} --gtest_list_tests' listed no test cases:\n${listing}")
 endif()
