@@ -335,14 +335,15 @@ def _foldable(bn: nn.Module) -> bool:
 
 
 def fuse_batchnorm_activation(model: nn.Module) -> int:
-    """Rewrites an eval-mode model in place: every BatchNorm followed by an activation hardact fuses
-    (hardswish, hardsigmoid, relu6, hardtanh, relu) becomes one BatchNormActivation, where it appears
-    as
-      - two consecutive modules of an nn.Sequential (torchvision's Conv2dNormActivation is one): the
+    """Rewrites an eval-mode model in place: every BatchNorm becomes one BatchNormActivation, with
+    the activation hardact fuses (hardswish, hardsigmoid, relu6, hardtanh, relu) that follows it as
+      - the next module of an nn.Sequential (torchvision's Conv2dNormActivation is one): the
         BatchNorm is replaced, the activation removed;
-      - timm's BatchNormAct2d (its activation, or none, is part of the module).
-    A BatchNorm whose statistics are not tracked is left alone. Returns how many were fused.
-    Raises RuntimeError for a model in training mode: its BatchNorms use batch statistics."""
+      - timm's BatchNormAct2d (its activation, or none, is part of the module);
+    and with none (identity) where no such activation follows: one pass at the copy rate in place of
+    PyTorch's BatchNorm kernel. A BatchNorm whose statistics are not tracked is left alone. Returns
+    how many BatchNorms were rewritten. Raises RuntimeError for a model in training mode: its
+    BatchNorms use batch statistics."""
     if model.training:
         raise RuntimeError("hardact.fuse_batchnorm_activation: the model is in training mode; call model.eval() "
                            "first (a training BatchNorm normalises with batch statistics, which cannot be folded)")
@@ -365,9 +366,11 @@ def fuse_batchnorm_activation(model: nn.Module) -> int:
             for name in drop:
                 del parent._modules[name]
         for name, child in list(parent.named_children()):
-            if _is_timm_batchnorm_act(child) and _foldable(child):
-                spec = _fused_activation(child.act)
-                if spec is not None:
-                    setattr(parent, name, BatchNormActivation.from_batchnorm(child, *spec).to(child.running_mean.device))
-                    fused += 1
+            if not _foldable(child):
+                continue
+            # After the pairs above, a plain BatchNorm left here has no fusable activation after it.
+            spec = _fused_activation(child.act) if _is_timm_batchnorm_act(child) else ("identity", -1.0, 1.0)
+            if spec is not None:
+                setattr(parent, name, BatchNormActivation.from_batchnorm(child, *spec).to(child.running_mean.device))
+                fused += 1
     return fused
