@@ -4,6 +4,7 @@
 // HARDACT_TEST_QUICK=1 (compute-sanitizer runs) keeps the shapes small.
 #include "support/bits.hpp"
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/device_family.hpp"
 #include "support/reference_family.hpp"
 #include "support/values.hpp"

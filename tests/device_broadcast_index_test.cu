@@ -4,6 +4,7 @@
 // 2^63 (64-bit form), for 32-bit values and for the 16-bit and 8-bit ones ValueArray packs.
 // HARDACT_TEST_QUICK=1 (compute-sanitizer runs) keeps the cases few.
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/divmod_cases.hpp"
 #include "support/transform_check.hpp"
 

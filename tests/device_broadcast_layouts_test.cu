@@ -15,6 +15,7 @@
 #include "support/bits.hpp"
 #include "support/broadcast_check.hpp"
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/device_family.hpp"
 #include "support/divmod_cases.hpp"
 #include "support/launch_batch.hpp"

@@ -11,6 +11,7 @@
 // HARDACT_TEST_QUICK=1 (compute-sanitizer runs) keeps the sizes small and the placements few.
 #include "support/broadcast_check.hpp"
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/device_family.hpp"
 
 #include <hardact/hardact.cuh>

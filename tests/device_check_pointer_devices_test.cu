@@ -8,6 +8,7 @@
 #define HARDACT_CHECK_POINTER_DEVICES 1
 
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/pointer_access.hpp"
 
 #include <hardact/hardact.cuh>

@@ -5,6 +5,7 @@
 // peer access (needs two GPUs) and plain host memory (without pageable memory access); run and
 // checked element by element for the current device's, managed, pinned host and peer memory.
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/pointer_access.hpp"
 
 #include <hardact/hardact.cuh>

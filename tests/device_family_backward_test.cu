@@ -3,6 +3,7 @@
 // to each other), in place on grad and on x, a two-input chain, mixed types, and bad arguments,
 // bit for bit (NaN as a class) against the independent host reference.
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/device_family.hpp"
 #include "support/reference_family.hpp"
 #include "support/values.hpp"

@@ -5,6 +5,7 @@
 // operands and subnormal results, compared bit for bit with the host reference (host code is not
 // affected by --use_fast_math).
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/device_family.hpp"
 #include "support/reference_family.hpp"
 #include "support/values.hpp"

@@ -8,6 +8,7 @@
 // wherever the result is within the fp8 range, as HardSigmoid's always is. Beyond it hardact
 // saturates (e4m3: +-448, e5m2: +-57344), PyTorch <= 2.11 gives NaN (e4m3fn) or +-inf (e5m2).
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/device_family.hpp"
 #include "support/reference_family.hpp"
 

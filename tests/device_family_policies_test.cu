@@ -3,6 +3,7 @@
 // sizes x offsets x in place, bit for bit (NaN as a class) against the independent host reference,
 // and bad arguments that must return cudaErrorInvalidValue and write nothing.
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/device_family.hpp"
 #include "support/reference_family.hpp"
 #include "support/values.hpp"

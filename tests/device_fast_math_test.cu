@@ -4,6 +4,7 @@
 // Inputs concentrate where the flags bite: every float subnormal pattern (both signs), every
 // half and bfloat16 pattern (bfloat16 subnormals are float subnormals), subnormal bounds.
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/reference.hpp"
 #include "support/transform_check.hpp"
 

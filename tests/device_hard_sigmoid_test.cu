@@ -3,6 +3,7 @@
 // head offsets, in place, and rejected calls. Compared bit for bit with the host reference (any
 // NaN matches any NaN: the device returns the canonical NaN).
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/reference.hpp"
 #include "support/transform_check.hpp"
 

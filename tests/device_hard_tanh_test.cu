@@ -4,6 +4,7 @@
 // Compared bit for bit with the host reference, NaN payloads included (HardTanh passes NaN
 // through unchanged).
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/reference.hpp"
 #include "support/transform_check.hpp"
 

@@ -6,6 +6,7 @@
 #include "support/bits.hpp"
 #include "support/compare.hpp"
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/reference.hpp"
 #include "support/transform_check.hpp"
 

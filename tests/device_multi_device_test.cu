@@ -8,6 +8,7 @@
 // Each test prints a "hardact-multi:" line saying how many devices it used; scripts/gpu-check's
 // multigpu stage quotes those lines.
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/device_family.hpp"
 #include "support/pointer_access.hpp"
 #include "support/stream_run.hpp"

@@ -6,6 +6,7 @@
 // Every call's output is checked element by element. Keep these the only tests in this executable
 // and the cold-cache one first: another test's hardact call would warm the cache.
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/device_family.hpp"
 #include "support/stream_run.hpp"
 

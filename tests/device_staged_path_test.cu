@@ -2,6 +2,7 @@
 // cover: every pipeline depth and resident-block count the shape rule could pick, relatively
 // misaligned one- and two-input and mixed-type calls at each, and capture in a CUDA Graph.
 #include "support/device.hpp"
+#include "support/device_main.hpp"  // main()
 #include "support/device_family.hpp"
 #include "support/paths.hpp"
 #include "support/reference.hpp"

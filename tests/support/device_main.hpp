@@ -1,7 +1,10 @@
-// main() for device test executables: without a CUDA device it says why, lets every test skip,
-// and exits with 77, which ctest reports as "Skipped" (SKIP_RETURN_CODE; one ctest entry per test
-// case, see tests/CMakeLists.txt). Listing the tests (--gtest_list_tests, which ctest's test
-// discovery runs) exits 0 with the plain list, GPU or not.
+// main() for device test executables, included by each one's single translation unit (a library
+// of its own made every device test wait for it to compile, so make started the small host tests
+// first): without a CUDA device it says why, lets every test skip, and exits with 77, which ctest
+// reports as "Skipped" (SKIP_RETURN_CODE; see tests/CMakeLists.txt). Listing the tests
+// (--gtest_list_tests, which ctest's test discovery runs) exits 0 with the plain list, GPU or not.
+#pragma once
+
 #include "support/device.hpp"
 
 #include <gtest/gtest.h>
