@@ -8,8 +8,8 @@
 # alone, 3.3 s each when 16 start at once on the H100; issue 19). Inputs: executable, prefix,
 # properties, cases_per_entry, case_cost (tenths of a second one case takes in a parallel run; an
 # entry's COST is its cases times that, so ctest starts the longest entries first) and
-# serial_cases: a regular expression; the Suite.Case names it matches are RUN_SERIAL, one case per
-# entry. Listing happens whenever ctest reads the test list (a few milliseconds per executable),
+# serial_cases: a regular expression; the Suite.Case names it matches get an entry each, which
+# holds the RESOURCE_LOCK hardact_large_case (one such entry at a time) and starts first. Listing happens whenever ctest reads the test list (a few milliseconds per executable),
 # so the entries always match the program that will run.
 if(NOT EXISTS "${executable}")
   # Not built (e.g. only some targets were built): one entry that fails and says so.
@@ -46,7 +46,8 @@ macro(hardact_add_entry)
     add_test("${prefix}${entry_name}" "${executable}" "--gtest_filter=${entry_filter}")
     set_tests_properties("${prefix}${entry_name}" PROPERTIES ${properties} COST ${entry_cost})
     if(entry_serial)
-      set_tests_properties("${prefix}${entry_name}" PROPERTIES RUN_SERIAL TRUE)
+      # One at a time, beside the other entries, and started first (the highest COST).
+      set_tests_properties("${prefix}${entry_name}" PROPERTIES RESOURCE_LOCK hardact_large_case COST 1000000)
     endif()
     set(entry_name "")
     set(entry_filter "")
