@@ -72,8 +72,8 @@ def main() -> int:
         fused = ha.fuse_batchnorm_activation(rewritten)
         swapped = ha.replace_activations(rewritten)
         left = sum(1 for m in rewritten.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm))
-        print(f"{name}: {fused} BatchNorm + activation pairs fused, {swapped} other activations replaced, "
-              f"{left} BatchNorms left")
+        print(f"{name}: {fused} BatchNorms rewritten (with the activation after them, or alone), {swapped} other "
+              f"activations replaced, {left} BatchNorms left")
         if fused == 0:
             failures.append(f"{name}: nothing was fused")
         for dtype in dtypes:
