@@ -1,9 +1,7 @@
-// Broadcast operands on the device in every position and of other types than x:
-//  - a policy whose every argument weighs differently, with broadcasts first, in the middle, last,
-//    and in other patterns of two to four inputs (float; bfloat16 first, middle and last), and
-//    broadcasts that share the first broadcast's element positions or have their own;
-//  - mixed types: bfloat16 x with float scale and shift written as bfloat16; half x with a float
-//    bias; float x with a double bias, computed in double.
+// Broadcast operands on the device in every position: a policy whose every argument weighs
+// differently, with broadcasts first, in the middle, last, and in other patterns of two to four
+// inputs (float; bfloat16 first, middle and last), and broadcasts that share the first broadcast's
+// element positions or have their own. (Mixed types: device_broadcast_mixed_test.cu.)
 // Checked calls go through support/broadcast_check.hpp's check_call: bit for bit (NaN as a class)
 // against the policy applied on the host to each element's values, a broadcast's value for element
 // i being values[(i / inner) % period], on the direct and on the staged path, forced. (The broadcast
@@ -111,39 +109,6 @@ TEST(DeviceBroadcastPositions, SharedAndOwnPositions) {
                       channel_input<float>(3, 49, 301), channel_input<float>(64, 7, 302));
     check_call<__nv_bfloat16>(Positional{}, n, full_input<__nv_bfloat16>(n, n), channel_input<__nv_bfloat16>(5, 1, 303),
                               channel_input<__nv_bfloat16>(5, 1, 304), channel_input<__nv_bfloat16>(2, 3136, 305));
-    if (::testing::Test::HasFatalFailure()) return;
-  }
-}
-
-// =============================================================================================
-// Mixed types: broadcasts of another type than x and the output compute in the common compute type
-// and round once.
-
-TEST(DeviceBroadcastMixed, Bfloat16WithFloatScaleShift) {
-  HARDACT_REQUIRE_DEVICE();
-  using B = __nv_bfloat16;
-  const auto op = hardact::scale_shift_activation(hardact::HardSwish{});
-  for (const std::size_t n : sweep_sizes()) {
-    check_call<B>(op, n, full_input<B>(n, n), channel_input<float>(16, 49, 1), channel_input<float>(16, 49, 2));
-    check_call<B>(op, n, full_input<B>(n, n), channel_input<float>(64, 1, 3), channel_input<float>(64, 1, 4));
-    if (::testing::Test::HasFatalFailure()) return;
-  }
-}
-
-TEST(DeviceBroadcastMixed, HalfWithFloatBias) {
-  HARDACT_REQUIRE_DEVICE();
-  using H = __half;
-  for (const std::size_t n : sweep_sizes()) {
-    check_call<H>(hardact::bias_activation(hardact::HardSigmoid{}), n, full_input<H>(n, n), channel_input<float>(100, 1, 3));
-    if (::testing::Test::HasFatalFailure()) return;
-  }
-}
-
-TEST(DeviceBroadcastMixed, FloatWithDoubleBiasComputesInDouble) {
-  HARDACT_REQUIRE_DEVICE();
-  for (const std::size_t n : sweep_sizes()) {
-    check_call<float>(hardact::bias_activation(hardact::HardSwish{}), n, full_input<float>(n, n),
-                      channel_input<double>(33, 3, 4));
     if (::testing::Test::HasFatalFailure()) return;
   }
 }

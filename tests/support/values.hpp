@@ -63,8 +63,24 @@ std::string type_name() {
   return "unknown";
 }
 
-/// The four element types every policy supports, for typed test suites.
+/// The four element types every policy supports, for typed test suites. A device test built in two
+/// parts (HARDACT_DEVICE_TESTS_BY_TYPE in tests/CMakeLists.txt) is two executables that compile in
+/// parallel, HARDACT_TEST_TYPE_PART 1 with float and double, 2 with half and bfloat16.
+#if !defined(HARDACT_TEST_TYPE_PART)
 using ElementTypes = ::testing::Types<float, double, __half, __nv_bfloat16>;
+#elif HARDACT_TEST_TYPE_PART == 1
+using ElementTypes = ::testing::Types<float, double>;
+#elif HARDACT_TEST_TYPE_PART == 2
+using ElementTypes = ::testing::Types<__half, __nv_bfloat16>;
+#else
+#error "HARDACT_TEST_TYPE_PART is 1 (float, double) or 2 (half, bfloat16)"
+#endif
+/// 1 where this executable holds its file's cases that are not typed: the whole test, or part 1.
+#if !defined(HARDACT_TEST_TYPE_PART) || HARDACT_TEST_TYPE_PART == 1
+#define HARDACT_TEST_UNTYPED_CASES 1
+#else
+#define HARDACT_TEST_UNTYPED_CASES 0
+#endif
 
 /// Names typed-test instances after their element type ("float", "double", "half", "bfloat16").
 struct TypeNames {
