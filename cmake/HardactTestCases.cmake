@@ -9,8 +9,9 @@
 # properties, cases_per_entry, case_cost (tenths of a second one case takes in a parallel run; an
 # entry's COST is its cases times that, so ctest starts the longest entries first) and
 # serial_cases: a regular expression; the Suite.Case names it matches get an entry each, which
-# holds the RESOURCE_LOCK hardact_large_case (one such entry at a time) and starts first. Listing happens whenever ctest reads the test list (a few milliseconds per executable),
-# so the entries always match the program that will run.
+# holds the RESOURCE_LOCK hardact_large_case (one such entry at a time) and starts first. Listing
+# happens whenever ctest reads the test list (a few milliseconds per executable), so the entries
+# always match the program that will run.
 if(NOT EXISTS "${executable}")
   # Not built (e.g. only some targets were built): one entry that fails and says so.
   add_test("${prefix}NOT_BUILT" "${executable}")
