@@ -9,8 +9,8 @@ and copied; the copy is rewritten: fuse_batchnorm_activation folds every BatchNo
 one of the activations hardact fuses (and timm's BatchNormAct2d) into one BatchNormActivation,
 then replace_activations swaps the remaining activation modules. Per dtype (float32, bfloat16),
 eager (and compiled for --compiled models), timed as bench_models.py times (models taking turns,
-both orders, medians; ratio torch.nn / hardact per rep, >= 1: the rewrite is faster), with each
-forward's GPU profile: all kernels, and the BatchNorm and activation kernels.
+both orders; the ratio torch.nn / rewritten, >= 1: the rewrite is faster, with its 95% interval),
+with each forward's GPU profile: all kernels, and the BatchNorm and activation kernels.
 
 The rewrite changes the arithmetic (x * scale + shift instead of BatchNorm's normalisation, and in
 bfloat16 one rounding instead of two), so outputs are not bit-identical: printed is the largest
@@ -30,7 +30,7 @@ import sys
 import torch
 from torch import nn
 
-from bench_models import benchmark_setup, build_eval, image_batch, time_pair, warmed_modes
+from bench_models import RATIO_HEADER, benchmark_setup, build_eval, image_batch, ratio_cell, time_pair, warmed_modes
 from checklib import import_package
 
 ha = import_package()
@@ -61,7 +61,7 @@ def main() -> int:
         return 2
     args, names, compiled, dtypes = setup
     failures: list[str] = []
-    table = ["| model, dtype, mode | torch.nn ms/forward | rewritten ms/forward | ratio (even / odd reps; min-max) | "
+    table = [f"| model, dtype, mode | torch.nn ms/forward | rewritten ms/forward | {RATIO_HEADER} | "
              "GPU torch.nn: total, kernels (BatchNorm, activations) | GPU rewritten | max abs diff (relative) |",
              "|---|---|---|---|---|---|---|"]
     for name in names:
@@ -87,14 +87,11 @@ def main() -> int:
                 with torch.no_grad():
                     times = time_pair(models, x, args.reps, args.iters)
                     profiles = {k: gpu_profile(m, x) for k, m in models.items()}
-                ratios = [a / b for a, b in zip(times["torch.nn"], times["hardact"])]
-                even, odd = ratios[0::2], ratios[1::2]
                 p_nn, p_ha = profiles["torch.nn"], profiles["hardact"]
                 line = (f"| {label} | {statistics.median(times['torch.nn']):.3f} | "
-                        f"{statistics.median(times['hardact']):.3f} | **{statistics.median(ratios):.3f}** "
-                        f"({statistics.median(even):.3f} / {statistics.median(odd):.3f}; "
-                        f"{min(ratios):.3f}-{max(ratios):.3f}) | {p_nn[0]:.3f} ms, {p_nn[1]} ({p_nn[2]:.3f}, "
-                        f"{p_nn[3]:.3f}) | {p_ha[0]:.3f} ms, {p_ha[1]} ({p_ha[2]:.3f}, {p_ha[3]:.3f}) | "
+                        f"{statistics.median(times['hardact']):.3f} | {ratio_cell(times)} | "
+                        f"{p_nn[0]:.3f} ms, {p_nn[1]} ({p_nn[2]:.3f}, {p_nn[3]:.3f}) | "
+                        f"{p_ha[0]:.3f} ms, {p_ha[1]} ({p_ha[2]:.3f}, {p_ha[3]:.3f}) | "
                         f"{difference:.3g} ({relative:.2g}) |")
                 table.append(line)
                 print(line, flush=True)

@@ -11,8 +11,12 @@ dtype (float32, bfloat16), in eager mode and under torch.compile(fullgraph=True)
   - the outputs of one forward are compared bit for bit (eval);
   - wall time per forward: each rep runs --iters forwards of one model between two synchronisations,
     the two models taking turns, torch.nn's first in even reps and hardact's first in odd reps;
-    printed are the medians per model, and the ratio torch.nn / hardact (>= 1: hardact faster)
-    per rep: its median, the medians of the even and of the odd reps (the two orders), min-max;
+    printed are the medians per model, and the ratio torch.nn / hardact (>= 1: hardact faster):
+    the median over pairs of consecutive reps (one of each order) of the pair's geometric mean,
+    which cancels the order effect, with its 95% bootstrap interval; then the medians of the even
+    and of the odd reps' ratios (the two orders) and their min-max;
+  - with --control, the same timing of torch.nn's model against a copy of itself (eager): what the
+    method measures when there is no difference, its noise;
   - beside it, the GPU profile of one forward of each (torch.profiler: kernels and their summed
     time, and the same for the activation kernels), so the wall time can be read against the GPU work;
   - compiled runs fail on a recompilation after warm-up (torch._dynamo error_on_recompile).
@@ -28,6 +32,8 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
+import math
+import random
 import re
 import statistics
 import sys
@@ -145,17 +151,42 @@ def gpu_profile(model, x: torch.Tensor) -> tuple[float, int, float, int]:
             sum(e.device_time_total for e in activations) / 1e3, len(activations))
 
 
+RATIO_HEADER = "ratio [95% interval] (even / odd reps; min-max)"
+
+
+def ratio_cell(times: dict[str, list[float]]) -> str:
+    """The ratio torch.nn / hardact as RATIO_HEADER says. Consecutive reps run the two orders, and
+    the order alone moves a rep's ratio by a few percent; a pair's geometric mean cancels that, so
+    the median over pairs is steadier than the median over reps. The interval: percentile
+    bootstrap of that median over the pairs (2000 resamples, fixed seed)."""
+    ratios = [a / b for a, b in zip(times["torch.nn"], times["hardact"])]
+    even, odd = ratios[0::2], ratios[1::2]
+    pairs = [math.sqrt(a * b) for a, b in zip(even, odd)] or ratios
+    draw = random.Random(0)
+    medians = sorted(statistics.median(draw.choices(pairs, k=len(pairs))) for _ in range(2000))
+    return (f"**{statistics.median(pairs):.3f}** [{medians[49]:.3f}-{medians[1949]:.3f}] "
+            f"({statistics.median(even):.3f} / {statistics.median(odd or even):.3f}; "
+            f"{min(ratios):.3f}-{max(ratios):.3f})")
+
+
 def row(label: str, times: dict[str, list[float]], profiles: dict) -> str:
     nn_times, ha_times = times["torch.nn"], times["hardact"]
-    ratios = [a / b for a, b in zip(nn_times, ha_times)]
-    even = [r for i, r in enumerate(ratios) if i % 2 == 0]
-    odd = [r for i, r in enumerate(ratios) if i % 2 == 1]
     return (f"| {label} | {statistics.median(nn_times):.3f} | {statistics.median(ha_times):.3f} | "
-            f"**{statistics.median(ratios):.3f}** ({statistics.median(even):.3f} / {statistics.median(odd):.3f}; "
-            f"{min(ratios):.3f}-{max(ratios):.3f}) | "
+            f"{ratio_cell(times)} | "
             f"{profiles['torch.nn'][0]:.3f} ms, {profiles['torch.nn'][1]} ({profiles['torch.nn'][2]:.3f} ms, "
             f"{profiles['torch.nn'][3]}) | {profiles['hardact'][0]:.3f} ms, {profiles['hardact'][1]} "
             f"({profiles['hardact'][2]:.3f} ms, {profiles['hardact'][3]}) |")
+
+
+def control_row(label: str, model: nn.Module, x: torch.Tensor, args) -> str:
+    """torch.nn's model timed against a copy of itself, as the pair is timed: the ratio's noise."""
+    models = {"torch.nn": model, "hardact": copy.deepcopy(model)}
+    with torch.no_grad():
+        for _ in range(3):
+            models["hardact"](x)
+        times = time_pair(models, x, args.reps, args.iters)
+    return (f"| {label}, control: torch.nn against its copy | {statistics.median(times['torch.nn']):.3f} | "
+            f"{statistics.median(times['hardact']):.3f} | {ratio_cell(times)} | | |")
 
 
 def check_training(name: str, base: nn.Module, failures: list) -> str:
@@ -193,6 +224,8 @@ def benchmark_setup(description: str, compiled_default: str):
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--reps", type=int, default=31)
     parser.add_argument("--iters", type=int, default=10, help="forwards per timing")
+    parser.add_argument("--control", action="store_true",
+                        help="also time each eager torch.nn model against a copy of itself (the method's noise)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA GPU visible to PyTorch: nothing was run")
@@ -212,7 +245,7 @@ def main() -> int:
         return 2
     args, names, compiled, dtypes = setup
     failures: list[str] = []
-    table = ["| model, dtype, mode | torch.nn ms/forward | hardact ms/forward | ratio (even / odd reps; min-max) | "
+    table = [f"| model, dtype, mode | torch.nn ms/forward | hardact ms/forward | {RATIO_HEADER} | "
              "GPU: torch.nn (time, kernels; activation kernels) | GPU: hardact |", "|---|---|---|---|---|---|"]
     training = []
     for name in names:
@@ -237,6 +270,9 @@ def main() -> int:
                 line = row(label, times, profiles) + (" output bit-identical" if not report else " OUTPUT DIFFERS")
                 table.append(line)
                 print(line, flush=True)
+                if args.control and label.endswith("eager"):
+                    table.append(control_row(label, models["torch.nn"], x, args))
+                    print(table[-1], flush=True)
         training.append(f"- {name}: {check_training(name, base, failures)}")
         print(training[-1], flush=True)
     print("\n" + "\n".join(table))
