@@ -165,9 +165,9 @@ at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
                     shape_string(gate.sizes()), " for x ", shape_string(x.sizes()));
   const c10::cuda::CUDAGuard device_guard(x.device());
   // One value per (n, c) plane is a broadcast operand only where the planes are contiguous runs:
-  // NCHW order. Channels-last x goes through ATen, which gives the same bits in two passes.
+  // NCHW order. Channels-last x goes through ATen with the same arithmetic (in float, double for
+  // float64; rounded once): the hard sigmoid of the N * C gate values, then one pass over x.
   if (!x.is_contiguous()) {
-    // The same arithmetic as the kernel (in float, double for float64; rounded once), in ATen.
     std::vector<int64_t> gate_shape(static_cast<std::size_t>(x.dim()), 1);
     gate_shape[0] = x.size(0);
     gate_shape[1] = x.size(1);
@@ -175,7 +175,11 @@ at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
       const at::Tensor relu6 = (gate.reshape(gate_shape) + 3.0).clamp(0.0, 6.0);
       return x * (relu6 / at::full_like(relu6, 6.0));
     }
-    return (x.to(at::kFloat) * at::hardsigmoid(gate.reshape(gate_shape).to(at::kFloat))).to(x.scalar_type());
+    // A float gate makes float the multiplication's compute type; writing into x's dtype rounds
+    // once, in the same pass (a float copy of x and a conversion back were two more passes).
+    const at::Tensor scale = at::hardsigmoid(gate.reshape(gate_shape).to(at::kFloat));
+    at::Tensor out = at::empty_like(x);
+    return at::mul_out(out, x, scale);
   }
   at::Tensor out = at::empty_like(x);
   const std::size_t n = static_cast<std::size_t>(x.numel());
