@@ -1,7 +1,8 @@
 // FastDivmod and DeviceBroadcast's index stepping in device code: divmod and divmod32 against
 // division on the host's cases (divisors and numerators up to 2^63, and below 2^31), and
 // DeviceBroadcast's at() and load<Count>() in calls of up to 2^31 elements (32-bit form) and up to
-// 2^63 (64-bit form), for 32-bit values and for the 16-bit and 8-bit ones ValueArray packs.
+// 2^63 (64-bit form), for 32-bit values and for the 16-bit and 8-bit ones ValueArray packs, for
+// Broadcasts and SampleBroadcasts.
 // HARDACT_TEST_QUICK=1 (compute-sanitizer runs) keeps the cases few.
 #include "support/device.hpp"
 #include "support/device_main.hpp"  // main()
@@ -92,9 +93,9 @@ TEST(DeviceFastDivmod, Divmod32MatchesDivisionBelow2To31) {
 
 /// For each first index: load<Count>(first) and at(first + j), as the kernels read broadcasts.
 /// Values narrower than 32 bits are held packed (ValueArray), two or four to a word.
-template <class V, int Count>
-__global__ void broadcast_reads(hardact::detail::DeviceBroadcast<V> broadcast, const std::uint64_t* firsts, V* loaded,
-                                V* single, std::size_t count) {
+template <class V, int Count, class Prepared>
+__global__ void broadcast_reads(Prepared broadcast, const std::uint64_t* firsts, V* loaded, V* single,
+                                std::size_t count) {
   const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   hardact::detail::ValueArray<V, Count> values;
@@ -186,6 +187,93 @@ void check_broadcast_reads_of(std::size_t max_period) {
       }
     }
   }
+}
+
+// A SampleBroadcast {values + skew, inner, period, span} of a call of `call_size` elements, prepared
+// as the launchers prepare it, read as above at first indexes next to the ends of runs, cycles and
+// spans: element i reads values[skew + (i / inner) % period + period * (i / span)].
+template <int Count, class V>
+void check_sample_broadcast_reads(std::size_t call_size, std::size_t inner, std::size_t period, std::size_t span,
+                                  std::size_t skew) {
+  const std::size_t spans = (call_size - 1) / span + 1;
+  std::vector<V> values(skew + period * spans);
+  for (std::size_t k = 0; k < values.size(); ++k) values[k] = static_cast<V>(k * 2654435761u + 12345u);
+  GuardedBuffer<V> device_values(values.size());
+  HARDACT_ASSERT_CUDA(device_values.status());
+  HARDACT_ASSERT_CUDA(device_values.upload(values));
+  std::vector<std::uint64_t> firsts = {0, 1, inner - 1, inner, span - 1, span - Count / 2, span, call_size - Count,
+                                       call_size - 64};
+  if (inner <= kTwo63 / period) firsts.push_back(inner * period - Count / 2);
+  if (span <= kTwo63 / 3) firsts.push_back(2 * span - 1);
+  std::mt19937_64 engine(inner * 31 + period + span);
+  for (int k = 0; k < 64; ++k) firsts.push_back((engine() >> (1 + engine() % 63)) % (call_size - Count));
+  std::vector<std::uint64_t> in_range;
+  for (const std::uint64_t first : firsts)
+    if (first <= call_size - Count) in_range.push_back(first);
+  firsts.swap(in_range);
+  const std::size_t count = firsts.size();
+  GuardedBuffer<std::uint64_t> device_firsts(count);
+  GuardedBuffer<V> loaded(count * Count), single(count * Count);
+  HARDACT_ASSERT_CUDA(device_firsts.status());
+  HARDACT_ASSERT_CUDA(loaded.status());
+  HARDACT_ASSERT_CUDA(single.status());
+  HARDACT_ASSERT_CUDA(device_firsts.upload(firsts));
+  const hardact::detail::DeviceBroadcast<V, true> broadcast = hardact::detail::prepare_broadcast(
+      hardact::SampleBroadcast<V>{device_values.data() + skew, inner, period, span}, call_size);
+  broadcast_reads<V, Count><<<static_cast<unsigned>((count + 127) / 128), 128>>>(broadcast, device_firsts.data(),
+                                                                                loaded.data(), single.data(), count);
+  HARDACT_ASSERT_CUDA(cudaGetLastError());
+  HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
+  std::vector<V> got_loaded, got_single;
+  HARDACT_ASSERT_CUDA(loaded.download(got_loaded));
+  HARDACT_ASSERT_CUDA(single.download(got_single));
+  for (std::size_t i = 0; i < count; ++i) {
+    for (std::size_t j = 0; j < static_cast<std::size_t>(Count); ++j) {
+      const std::uint64_t index = firsts[i] + j;
+      const V expected = values[skew + (index / inner) % period + period * (index / span)];
+      const std::string where = ", inner " + std::to_string(inner) + ", period " + std::to_string(period) + ", span " +
+                                std::to_string(span) + ", skew " + std::to_string(skew) + ", call of " +
+                                std::to_string(call_size);
+      ASSERT_EQ(got_loaded[i * Count + j], expected) << "load<" << Count << ">(" << firsts[i] << ")[" << j << "]" << where;
+      ASSERT_EQ(got_single[i * Count + j], expected) << "at(" << index << ")" << where;
+    }
+  }
+}
+
+// SampleBroadcasts in the 32-bit form (calls up to 2^31) and the 64-bit one: spans of one period
+// (a channels-last gate of 1 x 1 images), of many, and long ones; runs of one element and longer;
+// 32-bit and 16-bit values (at most max_values of them, so that they stay distinct).
+template <class V>
+void check_sample_broadcast_reads_of(std::size_t max_values) {
+  struct Shape {
+    std::size_t inner, period, periods_per_span;
+  };
+  const Shape shapes[] = {{1, 3, 1}, {1, 16, 49}, {1, 5, 7}, {2, 3, 4}, {49, 6, 1}, {7, 1000, 3}};
+  const std::vector<std::size_t> call_sizes = quick_mode() ? std::vector<std::size_t>{4097, divmod::kTwo31}
+                                                           : std::vector<std::size_t>{4097, std::size_t{1} << 20,
+                                                                                      divmod::kTwo31, divmod::kTwo31 + 1,
+                                                                                      kTwo63};
+  for (const Shape& shape : shapes) {
+    for (const std::size_t call_size : call_sizes) {
+      std::size_t span = shape.inner * shape.period * shape.periods_per_span;
+      // At most max_values values: longer spans (a whole multiple still) for the long calls.
+      const std::size_t max_spans = max_values / shape.period;
+      if ((call_size - 1) / span + 1 > max_spans) span *= (call_size - 1) / (span * max_spans) + 1;
+      for (const std::size_t skew : {std::size_t{0}, std::size_t{1}}) {
+        check_sample_broadcast_reads<1, V>(call_size, shape.inner, shape.period, span, skew);
+        check_sample_broadcast_reads<8, V>(call_size, shape.inner, shape.period, span, skew);
+        check_sample_broadcast_reads<16, V>(call_size, shape.inner, shape.period, span, skew);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
+TEST(DeviceFastDivmod, SampleBroadcastReadsUpTo2To63) {
+  HARDACT_REQUIRE_DEVICE();
+  check_sample_broadcast_reads_of<std::uint32_t>(1 << 22);
+  if (::testing::Test::HasFatalFailure()) return;
+  check_sample_broadcast_reads_of<std::uint16_t>(60000);
 }
 
 TEST(DeviceFastDivmod, BroadcastReadsUpTo2To63) {

@@ -1,7 +1,8 @@
 // Broadcast operands through the launchers on the device, in float, double, half and bfloat16:
 //  - layouts: a row-major bias per_channel(b, C) (inner 1, also channels-last), NCHW
 //    per_channel(v, C, HW) with HW a multiple of the vector width and not (1, 49, 64, 3136), a
-//    per-(n, c) gate per_channel(g, N * C, HW), over device_family.hpp's sweep of sizes;
+//    per-(n, c) gate per_channel(g, N * C, HW), a channels-last per-(n, c) gate
+//    per_sample_channel(g, C, HW) (a SampleBroadcast), over device_family.hpp's sweep of sizes;
 //  - broadcast shapes beyond the array (inner past n, a period longer than n);
 //  - the sizes and offsets of transform_check.hpp (short, boundary and large lengths, head offset
 //    pairs, in place) on a bias and on an NCHW scale and shift;
@@ -117,6 +118,51 @@ TYPED_TEST(DeviceBroadcast, PerSampleChannelGate) {
     const std::size_t n = shape[0] * shape[1] * shape[2];
     if (family::quick_mode() && n > 100000) continue;
     check_call<T>(hardact::HardSigmoidGate{}, n, full_input<T>(n, n), channel_input<T>(shape[0] * shape[1], shape[2], 5));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// A per-(n, c) gate of a channels-last tensor, per_sample_channel(g, C, HW): a SampleBroadcast of
+// inner 1, period C, span C * HW. Channel counts that are multiples of every vector width (one
+// contiguous load per vector) and odd ones (vectors stepping across a channel wrap and a span's
+// end, the per-element path); the NCHW gate written as a span (inner HW); whole batches; two
+// SampleBroadcasts of one shape (sharing positions) and one beside a plain Broadcast.
+TYPED_TEST(DeviceBroadcast, ChannelsLastPerSampleChannelGate) {
+  HARDACT_REQUIRE_DEVICE();
+  using T = TypeParam;
+  const hardact::HardSigmoidGate gate;
+  const std::size_t shapes[][2] = {{16, 1}, {48, 49}, {3, 7}, {5, 1}, {24, 9}};  // C, HW
+  for (const std::size_t n : sweep_sizes()) {
+    for (const auto& shape : shapes) {
+      const std::size_t c = shape[0], hw = shape[1];
+      if (n > (std::size_t{1} << 17) && c != 48) continue;
+      SCOPED_TRACE("channels-last gate, C " + std::to_string(c) + ", HW " + std::to_string(hw));
+      check_call<T>(gate, n, full_input<T>(n, n + 13), sample_channel_input<T>(n, 1, c, c * hw, 7 * c + hw));
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+    if (n > (std::size_t{1} << 17)) continue;
+    SCOPED_TRACE("NCHW gate as a span: inner 49, period 6");
+    check_call<T>(gate, n, full_input<T>(n, n + 17), sample_channel_input<T>(n, 49, 6, 6 * 49, 19));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  const std::size_t batches[][3] = {{2, 24, 49}, {8, 960, 49}, {4, 72, 3136}};  // N, C, HW
+  for (const auto& batch : batches) {
+    const std::size_t c = batch[1], hw = batch[2], n = batch[0] * c * hw;
+    if (family::quick_mode() && n > 100000) continue;
+    SCOPED_TRACE("channels-last batch " + std::to_string(batch[0]) + " x " + std::to_string(c) + " x " +
+                 std::to_string(hw));
+    check_call<T>(gate, n, full_input<T>(n, n), sample_channel_input<T>(n, 1, c, c * hw, 23));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  const auto batch_norm = hardact::scale_shift_activation(hardact::HardSwish{});
+  for (const std::size_t n : {std::size_t{1000}, std::size_t{4 * 72 * 49}}) {
+    SCOPED_TRACE("two SampleBroadcasts, and one beside a Broadcast, n " + std::to_string(n));
+    check_call<T>(batch_norm, n, full_input<T>(n, n + 1), sample_channel_input<T>(n, 1, 72, 72 * 49, 29),
+                  sample_channel_input<T>(n, 1, 72, 72 * 49, 31));
+    check_call<T>(batch_norm, n, full_input<T>(n, n + 2), sample_channel_input<T>(n, 1, 72, 72 * 49, 37),
+                  channel_input<T>(72, 1, 41));
+    check_call<T>(batch_norm, n, full_input<T>(n, n + 3), channel_input<T>(72, 1, 43),
+                  sample_channel_input<T>(n, 1, 72, 72 * 49, 47));
     if (::testing::Test::HasFatalFailure()) return;
   }
 }

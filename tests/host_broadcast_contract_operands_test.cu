@@ -2,7 +2,8 @@
 // half and bfloat16, in every launcher form (support/broadcast_contract.hpp): null values, zero
 // inner or period, misaligned values, values overlapping the output (in place too), a values range
 // past the address space; the full-length operands and the output still checked; more than 2^63
-// elements. Refusals return before any CUDA call (host addresses stand in for device memory and
+// elements; a SampleBroadcast's span (0, or not a multiple of inner * period) and every span's
+// values. Refusals return before any CUDA call (host addresses stand in for device memory and
 // are never dereferenced, as in host_launch_contract_test.cu).
 // (The host broadcast tests are split over host_broadcast_*_test.cu so that they compile in
 // parallel; issue 19.)
@@ -99,6 +100,30 @@ TYPED_TEST(HostBroadcastContract, FullLengthOperandsAreStillChecked) {
     EXPECT_EQ(hardact::transform(bias, this->x(), b, this->memory_.template at<T>(2048 + skew), n),
               cudaErrorInvalidValue);
   }
+}
+
+// A SampleBroadcast: the refusals above, and a span that is 0 or not a multiple of inner * period;
+// its values run to period * ceil(n / span), and all of them must be usable.
+TYPED_TEST(HostBroadcastContract, SampleBroadcastsAreCheckedLikeBroadcasts) {
+  using T = TypeParam;
+  const std::size_t n = this->kN;
+  T* const out = this->out();
+  const T* const values = this->values();
+  this->expect_refused(hardact::per_sample_channel(static_cast<const T*>(nullptr), 4, 2), out, n, "null");
+  this->expect_refused(hardact::SampleBroadcast<T>{values, 0, 4, 8}, out, n, "inner 0");
+  this->expect_refused(hardact::SampleBroadcast<T>{values, 1, 0, 8}, out, n, "period 0");
+  this->expect_refused(hardact::SampleBroadcast<T>{values, 1, 4, 0}, out, n, "span 0");
+  this->expect_refused(hardact::per_sample_channel(values, 0, 3), out, n, "channels 0");
+  this->expect_refused(hardact::per_sample_channel(values, 4, 0), out, n, "positions 0");
+  this->expect_refused(hardact::SampleBroadcast<T>{values, 1, 4, 6}, out, n, "span 6 of period 4");
+  this->expect_refused(hardact::SampleBroadcast<T>{values, 3, 4, 18}, out, n, "span 18 of inner 3, period 4");
+  this->expect_refused(hardact::SampleBroadcast<T>{values, 3, 4, 16}, out, n, "span 16 of inner 3");
+  // 4 values per span of 8: 8 spans of a 64-element call read 32 values, the last 22 inside out;
+  // the first span's 4 alone would end before it.
+  this->expect_refused(hardact::per_sample_channel(static_cast<const T*>(out - 10), 4, 2), out, n,
+                       "a later span's values inside out");
+  const T* const misaligned = this->memory_.template at<T>(3072 + 1);
+  if (alignof(T) > 1) this->expect_refused(hardact::per_sample_channel(misaligned, 4, 2), out, n, "misaligned");
 }
 
 TYPED_TEST(HostBroadcastContract, MoreThan2To63ElementsAreRefused) {

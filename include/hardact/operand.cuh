@@ -1,7 +1,9 @@
 /// @file operand.cuh
 /// @brief Broadcast operands: an input of a transform call whose value for output element i is
-///        values[(i / inner) % period] (a bias, a per-channel scale or shift, a per-(n, c) gate),
-///        and the 64-bit division the kernels use to find that value.
+///        values[(i / inner) % period] (a bias, a per-channel scale or shift, a per-(n, c) gate of
+///        an NCHW tensor) or, for a SampleBroadcast, values[(i / inner) % period + period * (i /
+///        span)] (a per-(n, c) gate of a channels-last tensor), and the 64-bit division the kernels
+///        use to find that value.
 #pragma once
 
 #include <hardact/kernel/vector_access.cuh>
@@ -41,12 +43,40 @@ __host__ __device__ constexpr Broadcast<T> per_channel(const T* values, std::siz
   return Broadcast<T>{values, inner, channels};
 }
 
+/// @brief A Broadcast whose values move on every `span` elements: element i reads
+///        values[(i / inner) % period + period * (i / span)], one set of `period` values per span.
+///
+/// A per-(n, c) gate of a channels-last [N, H, W, C] tensor is {gate, 1, C, H * W * C}: within a
+/// sample the channel is i % C, and each sample has its own C values. `values` must hold period *
+/// ceil(n / span) elements; inner, period and span must be at least 1, span a multiple of inner *
+/// period (so that a run of one value never straddles two spans). Make one with
+/// hardact::per_sample_channel. A type of its own, so calls with plain Broadcasts run kernels with
+/// no span arithmetic at all.
+template <class T>
+struct SampleBroadcast {
+  const T* values = nullptr;  ///< period values per span, device memory
+  std::size_t inner = 1;      ///< consecutive elements that share one value
+  std::size_t period = 1;     ///< values of one span
+  std::size_t span = 1;       ///< elements of one span (a sample): a multiple of inner * period
+};
+
+/// @brief values[s * channels + c] for channel c of sample s of a channels-last batch [samples,
+///        positions, channels] (positions = H * W for NHWC): per_sample_channel(gate, C, H * W).
+///        `values` holds samples * channels elements; channels * positions must not overflow.
+template <class T>
+__host__ __device__ constexpr SampleBroadcast<T> per_sample_channel(const T* values, std::size_t channels,
+                                                                    std::size_t positions) {
+  return SampleBroadcast<T>{values, 1, channels, channels * positions};
+}
+
 namespace detail {
 
 template <class T>
 struct is_broadcast : cuda::std::false_type {};
 template <class T>
 struct is_broadcast<Broadcast<T>> : cuda::std::true_type {};
+template <class T>
+struct is_broadcast<SampleBroadcast<T>> : cuda::std::true_type {};
 
 /// What a launcher accepts as an input: a pointer to full-length data or a Broadcast.
 template <class T>
@@ -59,6 +89,10 @@ struct operand_element {
 };
 template <class T>
 struct operand_element<Broadcast<T>> {
+  using type = cuda::std::remove_cv_t<T>;
+};
+template <class T>
+struct operand_element<SampleBroadcast<T>> {
   using type = cuda::std::remove_cv_t<T>;
 };
 
@@ -197,10 +231,25 @@ struct ValueArray {
   }
 };
 
-/// A Broadcast as the kernels take it: the divisions prepared on the host.
-template <class T>
+/// Where element i's value is: its offset inside its run of `inner` and its channel (below period);
+/// for a SampleBroadcast also the first value of its span (period * (i / span)) and the elements
+/// left in that span from i on.
+struct BroadcastPosition {
+  std::uint64_t offset = 0;
+  std::uint64_t channel = 0;
+  std::uint64_t base = 0;
+  std::uint64_t left = 0;
+};
+
+/// Stands in for the span of a Broadcast, which has none.
+struct NoSpan {};
+
+/// A Broadcast (Spanned false) or SampleBroadcast (Spanned true) as the kernels take it: the
+/// divisions prepared on the host.
+template <class T, bool Spanned = false>
 struct DeviceBroadcast {
   using value_type = T;
+  static constexpr bool kSpanned = Spanned;
   const T* values;
   FastDivmod inner;
   FastDivmod period;
@@ -208,66 +257,106 @@ struct DeviceBroadcast {
   /// Every index of the call is below 2^31: the 32-bit divisions serve.
   bool narrow;
 
-  /// Same inner and period as the call's first broadcast operand (a BatchNorm's scale and shift):
-  /// its element positions serve, so the divisions are done once per vector for both.
+  /// Same inner and period (and span) as the call's first broadcast operand (a BatchNorm's scale
+  /// and shift): its element positions serve, so the divisions are done once per vector for both.
   bool located_like_first = false;
 
-  /// (element i's offset inside its run of `inner`, its channel): two divisions.
-  __device__ __forceinline__ void locate(std::size_t i, std::uint64_t& offset, std::uint64_t& channel) const {
+  /// The span, and the base of the last span of the call (so that a vector's steps past the call's
+  /// end never index past the values).
+  cuda::std::conditional_t<Spanned, FastDivmod, NoSpan> span{};
+  cuda::std::conditional_t<Spanned, std::uint64_t, NoSpan> last_base{};
+
+  /// The span's length, 0 without one.
+  __host__ __device__ std::uint64_t span_length() const {
+    if constexpr (Spanned) {
+      return span.divisor;
+    } else {
+      return 0;
+    }
+  }
+
+  /// Element i's position: two divisions (three with a span).
+  __device__ __forceinline__ BroadcastPosition locate(std::size_t i) const {
+    BroadcastPosition position;
     if (narrow) {
       std::uint32_t row, offset32, cycle, channel32;
       inner.divmod32(static_cast<std::uint32_t>(i), row, offset32);
       period.divmod32(row, cycle, channel32);
-      offset = offset32;
-      channel = channel32;
+      position.offset = offset32;
+      position.channel = channel32;
+      if constexpr (Spanned) {
+        std::uint32_t sample, within;
+        span.divmod32(static_cast<std::uint32_t>(i), sample, within);
+        position.base = static_cast<std::uint64_t>(sample) * period.divisor;
+        position.left = span.divisor - within;
+      }
     } else {
       std::uint64_t row, cycle;
-      inner.divmod(i, row, offset);
-      period.divmod(row, cycle, channel);
+      inner.divmod(i, row, position.offset);
+      period.divmod(row, cycle, position.channel);
+      if constexpr (Spanned) {
+        std::uint64_t sample, within;
+        span.divmod(i, sample, within);
+        position.base = sample * period.divisor;
+        position.left = span.divisor - within;
+      }
     }
+    return position;
   }
 
   /// The value for element i.
   __device__ __forceinline__ T at(std::size_t i) const {
-    std::uint64_t offset, channel;
-    locate(i, offset, channel);
-    return cub::ThreadLoad<cub::LOAD_LDG>(values + channel);
+    const BroadcastPosition position = locate(i);
+    return cub::ThreadLoad<cub::LOAD_LDG>(values + position.base + position.channel);
   }
 
   /// The values for elements first .. first + Count - 1: two divisions, then load_located.
   template <int Count>
   __device__ __forceinline__ void load(std::size_t first, ValueArray<T, Count>& out) const {
-    std::uint64_t offset, channel;
-    locate(first, offset, channel);
-    load_located<Count>(offset, channel, out);
+    load_located<Count>(locate(first), out);
   }
 
-  /// The values for Count consecutive elements, the first at `offset` in `channel` (locate). In the
-  /// common layouts there is no per-element index work at all (measured: a step per element made
+  /// The values for Count consecutive elements, the first at `position` (locate). In the common
+  /// layouts there is no per-element index work at all (measured: a step per element made
   /// bfloat16 BatchNorm rows instruction-bound at half the copy rate, and per-element loads of a
   /// last-dimension vector took as many L1 wavefronts as the tile's own data):
   /// - all in one channel (NCHW-like, inner >= Count): one load;
   /// - consecutive channels without a wrap (channels-last, a row's bias): the values are
   ///   contiguous, loaded 16 bytes at a time when aligned;
   /// - otherwise a step per element, then all loads at once.
+  /// A run of one channel, and the channels of one period, lie inside one span (a span is a
+  /// multiple of inner * period), so only the per-element steps meet a span's end.
   template <int Count>
-  __device__ __forceinline__ void load_located(std::uint64_t offset, std::uint64_t channel,
-                                               ValueArray<T, Count>& out) const {
-    if (offset + Count <= inner.divisor) {
-      out.fill(cub::ThreadLoad<cub::LOAD_LDG>(values + channel));
+  __device__ __forceinline__ void load_located(BroadcastPosition position, ValueArray<T, Count>& out) const {
+    const T* span_values = values;
+    if constexpr (Spanned) span_values += position.base;
+    if (position.offset + Count <= inner.divisor) {
+      out.fill(cub::ThreadLoad<cub::LOAD_LDG>(span_values + position.channel));
       return;
     }
-    if (inner.divisor == 1 && channel + Count <= period.divisor) {
-      load_contiguous<Count>(values + channel, out);
+    if (inner.divisor == 1 && position.channel + Count <= period.divisor) {
+      load_contiguous<Count>(span_values + position.channel, out);
       return;
     }
     std::uint64_t index[static_cast<std::size_t>(Count)];
+    std::uint64_t offset = position.offset, channel = position.channel;
+    [[maybe_unused]] std::uint64_t base = position.base, left = position.left;
 #pragma unroll
     for (int j = 0; j < Count; ++j) {
-      index[j] = channel;
+      if constexpr (Spanned) {
+        index[j] = base + channel;
+      } else {
+        index[j] = channel;
+      }
       if (++offset == inner.divisor) {
         offset = 0;
         if (++channel == period.divisor) channel = 0;
+      }
+      if constexpr (Spanned) {
+        if (--left == 0) {
+          left = span.divisor;
+          if (base < last_base) base += period.divisor;
+        }
       }
     }
 #pragma unroll
@@ -302,6 +391,19 @@ DeviceBroadcast<T> prepare_broadcast(const Broadcast<T>& b, std::size_t n) {
   return DeviceBroadcast<T>{b.values, FastDivmod::make(inner), FastDivmod::make(period), n <= kNarrowIndexLimit};
 }
 
+/// The same for a SampleBroadcast (validated: span a multiple of inner * period). A span of n or
+/// more is one span: the call never reaches the next.
+template <class T>
+DeviceBroadcast<T, true> prepare_broadcast(const SampleBroadcast<T>& b, std::size_t n) {
+  const std::size_t inner = b.inner < n ? b.inner : n;
+  const std::size_t period = b.period < n ? b.period : n;
+  const std::size_t span = b.span < n ? b.span : n;
+  DeviceBroadcast<T, true> prepared{b.values, FastDivmod::make(inner), FastDivmod::make(period), n <= kNarrowIndexLimit};
+  prepared.span = FastDivmod::make(span);
+  prepared.last_base = static_cast<std::uint64_t>((n - 1) / span) * period;
+  return prepared;
+}
+
 /// The broadcast operands of a kernel (cuda::std::tuple<DeviceBroadcast<T>...>, possibly empty).
 template <class... T>
 using DeviceBroadcasts = cuda::std::tuple<DeviceBroadcast<T>...>;
@@ -310,32 +412,35 @@ using NoBroadcasts = cuda::std::tuple<>;
 /// The values of a kernel's broadcast operands for Count consecutive elements.
 template <int Count, class Broadcasts>
 struct broadcast_values;
-template <int Count, class... T>
-struct broadcast_values<Count, cuda::std::tuple<DeviceBroadcast<T>...>> {
-  using type = cuda::std::tuple<ValueArray<T, Count>...>;
+template <int Count, class... D>
+struct broadcast_values<Count, cuda::std::tuple<D...>> {
+  using type = cuda::std::tuple<ValueArray<typename D::value_type, Count>...>;
 };
 
-/// Marks the broadcast operands whose positions are those of the first (located_like_first).
-template <class... T, std::size_t... B>
-void share_locations(DeviceBroadcasts<T...>& broadcasts, cuda::std::index_sequence<B...>) {
+/// Marks the broadcast operands whose positions are those of the first (located_like_first): the
+/// same kind, inner and period (and span).
+template <class... D, std::size_t... B>
+void share_locations(cuda::std::tuple<D...>& broadcasts, cuda::std::index_sequence<B...>) {
   const auto& first = cuda::std::get<0>(broadcasts);
+  using First = cuda::std::remove_cv_t<cuda::std::remove_reference_t<decltype(first)>>;
   const auto mark = [&](auto& b) {
-    b.located_like_first = b.inner.divisor == first.inner.divisor && b.period.divisor == first.period.divisor;
+    using This = cuda::std::remove_reference_t<decltype(b)>;
+    b.located_like_first = This::kSpanned == First::kSpanned && b.inner.divisor == first.inner.divisor &&
+                           b.period.divisor == first.period.divisor && b.span_length() == first.span_length();
   };
   (mark(cuda::std::get<B>(broadcasts)), ...);
 }
 
 /// Each broadcast operand's values for elements first .. first + Count - 1.
-template <int Count, class... T, std::size_t... B>
-__device__ __forceinline__ cuda::std::tuple<ValueArray<T, Count>...> load_broadcasts(
-    const DeviceBroadcasts<T...>& broadcasts, std::size_t first, cuda::std::index_sequence<B...>) {
-  cuda::std::tuple<ValueArray<T, Count>...> loaded;
-  std::uint64_t first_offset, first_channel;
-  cuda::std::get<0>(broadcasts).locate(first, first_offset, first_channel);
+template <int Count, class... D, std::size_t... B>
+__device__ __forceinline__ cuda::std::tuple<ValueArray<typename D::value_type, Count>...> load_broadcasts(
+    const cuda::std::tuple<D...>& broadcasts, std::size_t first, cuda::std::index_sequence<B...>) {
+  cuda::std::tuple<ValueArray<typename D::value_type, Count>...> loaded;
+  const BroadcastPosition first_position = cuda::std::get<0>(broadcasts).locate(first);
   const auto load_one = [&](const auto& b, auto& values, auto index) {
-    std::uint64_t offset = first_offset, channel = first_channel;
-    if (decltype(index)::value != 0 && !b.located_like_first) b.locate(first, offset, channel);
-    b.template load_located<Count>(offset, channel, values);
+    BroadcastPosition position = first_position;
+    if (decltype(index)::value != 0 && !b.located_like_first) position = b.locate(first);
+    b.template load_located<Count>(position, values);
   };
   (load_one(cuda::std::get<B>(broadcasts), cuda::std::get<B>(loaded), cuda::std::integral_constant<std::size_t, B>{}),
    ...);

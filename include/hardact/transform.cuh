@@ -46,12 +46,14 @@ cudaError_t transform(Op op, const TIn* in, TOut* out, std::size_t n, cudaStream
 /// Each input is a device pointer to n elements or a hardact::Broadcast (operand.cuh), whose value
 /// for element i is values[(i / inner) % period]: `transform(chain(Add{}, HardSwish{}), x,
 /// per_channel(bias, columns), y, n)` is hardswish(x + bias) over a row-major [rows, columns]
-/// array. At least one input is full-length. The policy gets one value per input, in this order,
+/// array; or a hardact::SampleBroadcast, values[(i / inner) % period + period * (i / span)]:
+/// `transform(HardSigmoidGate{}, x, per_sample_channel(gate, C, H * W), y, n)` gates a
+/// channels-last [N, H, W, C] tensor by one value per (n, c). At least one input is full-length. The policy gets one value per input, in this order,
 /// in the output's type when every input has it, else in the common compute type (rounded once).
 /// Same contract as the one-input overload; out may equal a full-length input, full-length inputs
 /// may overlap each other freely. A broadcast also returns cudaErrorInvalidValue, nothing
 /// launched, for a null or misaligned `values`, `inner` or `period` 0, values inside the output,
-/// or n > 2^63.
+/// or n > 2^63; a SampleBroadcast also for a span that is 0 or not a multiple of inner * period.
 template <int VecWidth = 0, class Op, class A, class B, class TOut,
           std::enable_if_t<detail::is_operand_v<A> && detail::is_operand_v<B>, int> = 0>
 cudaError_t transform(Op op, A a, B b, TOut* out, std::size_t n, cudaStream_t stream = nullptr) {

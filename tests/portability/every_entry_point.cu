@@ -124,6 +124,7 @@ cudaError_t every_fused_entry_point(const ConsumerBuffers& b, std::size_t n, cud
   const auto bias = hardact::per_channel(static_cast<const float*>(b.f32_b), 64);
   const hardact::Broadcast<float> per_nchw_channel{b.f32_b, 49, 64};
   const auto gate = hardact::per_channel(static_cast<const __half*>(b.f16_b), 8, 49);
+  const auto channels_last_gate = hardact::per_sample_channel(static_cast<const __nv_bfloat16*>(b.bf16_b), 8, 49);
   cudaError_t status = cudaSuccess;
   status = first_error(status, hardact::transform(hardact::bias_activation(HardSwish{}), b.f32, bias, b.f32, n, stream));
   status = first_error(status, hardact::transform(hardact::scale_shift_activation(HardSigmoid{}), b.bf16,
@@ -131,6 +132,10 @@ cudaError_t every_fused_entry_point(const ConsumerBuffers& b, std::size_t n, cud
   status = first_error(status,
                        hardact::transform(hardact::residual_activation(ReLU6{}), b.f64, b.f64_b, b.f64, n, stream));
   status = first_error(status, hardact::transform(hardact::HardSigmoidGate{}, b.f16, gate, b.f16, n, stream));
+  status = first_error(status,
+                       hardact::transform(hardact::HardSigmoidGate{}, b.bf16, channels_last_gate, b.bf16, n, stream));
+  status = first_error(status, hardact::transform(hardact::scale_shift_activation(HardSwish{}), b.bf16,
+                                                  channels_last_gate, channels_last_gate, b.bf16, n, stream));
   status = first_error(status, hardact::transform(hardact::BiasActivationBackward<HardSwishBackward>{}, b.f32, b.f32_b,
                                                   bias, b.f32, n, stream));
   status = first_error(status, hardact::transform(hardact::ScaleShiftActivationBackward<HardTanhBackward>{}, b.f32,

@@ -1,5 +1,6 @@
 // Test support for the broadcast device tests (device_broadcast_*_test.cu): inputs (full-length
-// or broadcast, element i of a broadcast reading values[(i / inner) % period]), the host reference
+// or broadcast, element i of a broadcast reading values[(i / inner) % period], of a sample
+// broadcast values[(i / inner) % period + period * (i / span)]), the host reference
 // of one call (the policy on each element's values, in the kernels' type rule), and check_call: one
 // transform call at every offset class and in place, on the direct and on the staged path, in one
 // LaunchBatch, every output element compared bit for bit (NaN as a class) and everything outside
@@ -52,6 +53,20 @@ using Full = Input<T, false>;
 template <class T>
 using Channels = Input<T, true>;
 
+/// A SampleBroadcast's values, `period` per span: element i reads values[(i / inner) % period +
+/// period * (i / span)].
+template <class T>
+struct SampleChannels {
+  using Element = T;
+  static constexpr bool kBroadcast = true;
+  std::vector<T> values;
+  std::size_t inner = 1;
+  std::size_t period = 1;
+  std::size_t span = 1;
+
+  T at(std::size_t i) const { return values[(i / inner) % period + period * (i / span)]; }
+};
+
 /// n full-length values: every bit pattern for 16-bit types, random and special values otherwise.
 template <class T>
 Full<T> full_input(std::size_t n, std::uint64_t seed) {
@@ -62,6 +77,15 @@ Full<T> full_input(std::size_t n, std::uint64_t seed) {
 template <class T>
 Channels<T> channel_input(std::size_t period, std::size_t inner, std::uint64_t seed) {
   return {random_values<T>(period, seed, {-3.0, 3.0, 0.5}), inner};
+}
+
+/// The values of a SampleBroadcast over a call of n elements: `period` values for each of the
+/// ceil(n / span) spans it reaches. A channels-last per-(n, c) gate is inner 1, period C, span
+/// C * H * W.
+template <class T>
+SampleChannels<T> sample_channel_input(std::size_t n, std::size_t inner, std::size_t period, std::size_t span,
+                                       std::uint64_t seed) {
+  return {random_values<T>(period * ((n + span - 1) / span), seed, {-3.0, 3.0, 0.5}), inner, period, span};
 }
 
 /// What the kernels compute for one element (detail::apply_op's rule), on the host: the policy on
@@ -143,6 +167,11 @@ template <class T>
 hardact::Broadcast<T> device_argument(const Channels<T>& input, unsigned char* arena, const ArenaRegion& region,
                                       std::size_t offset) {
   return hardact::per_channel(LaunchBatch::pointer<const T>(arena, region) + offset, input.values.size(), input.inner);
+}
+template <class T>
+hardact::SampleBroadcast<T> device_argument(const SampleChannels<T>& input, unsigned char* arena,
+                                            const ArenaRegion& region, std::size_t offset) {
+  return {LaunchBatch::pointer<const T>(arena, region) + offset, input.inner, input.period, input.span};
 }
 
 template <class... I>

@@ -27,9 +27,11 @@ class HostBroadcastContract : public ::testing::Test {
   T* out() { return memory_.at<T>(2048); }
   const T* values() { return memory_.at<T>(3072); }
 
-  /// Expects cudaErrorInvalidValue from every launcher form that takes `b`: the broadcast as the
-  /// second, first and last of two inputs, the middle of three and each of four.
-  void expect_refused(const hardact::Broadcast<T>& b, T* out, std::size_t n, const std::string& what) {
+  /// Expects cudaErrorInvalidValue from every launcher form that takes `b` (a Broadcast or a
+  /// SampleBroadcast): the broadcast as the second, first and last of two inputs, the middle of
+  /// three and each of four.
+  template <class B>
+  void expect_refused(const B& b, T* out, std::size_t n, const std::string& what) {
     const hardact::Broadcast<T> good = hardact::per_channel(values(), 4);
     const auto bias = hardact::bias_activation(hardact::HardSwish{});
     EXPECT_EQ(hardact::transform(bias, x(), b, out, n), cudaErrorInvalidValue) << what;

@@ -338,13 +338,28 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
 
 /// A broadcast operand the kernels can use for a call of n elements writing `out`: non-null and
 /// aligned values, period values readable, inner and period at least 1, and no value inside the
-/// output (it would change while being read).
+/// output (it would change while being read). usable_values: the values part.
 template <class T, class TOut>
-bool is_usable_broadcast(const Broadcast<T>& b, std::size_t n, const TOut* out) {
-  if (b.inner == 0 || b.period == 0 || !is_usable_range(b.values, b.period)) return false;
-  const std::uintptr_t values_begin = address_of(b.values), values_end = values_begin + b.period * sizeof(T);
+bool usable_values(const T* values, std::size_t count, std::size_t n, const TOut* out) {
+  if (!is_usable_range(values, count)) return false;
+  const std::uintptr_t values_begin = address_of(values), values_end = values_begin + count * sizeof(T);
   const std::uintptr_t out_begin = address_of(out), out_end = out_begin + n * sizeof(TOut);
   return !(values_begin < out_end && out_begin < values_end);
+}
+
+template <class T, class TOut>
+bool is_usable_broadcast(const Broadcast<T>& b, std::size_t n, const TOut* out) {
+  return b.inner != 0 && b.period != 0 && usable_values(b.values, b.period, n, out);
+}
+
+/// The same for a SampleBroadcast of a call of n >= 1 elements: a span that is a multiple of inner *
+/// period, and period values for each span the call reaches.
+template <class T, class TOut>
+bool is_usable_broadcast(const SampleBroadcast<T>& b, std::size_t n, const TOut* out) {
+  if (b.inner == 0 || b.period == 0 || b.span == 0) return false;
+  if (b.span % b.inner != 0 || (b.span / b.inner) % b.period != 0) return false;
+  const std::size_t spans = (n - 1) / b.span + 1;
+  return spans <= SIZE_MAX / b.period && usable_values(b.values, spans * b.period, n, out);
 }
 
 template <class T>

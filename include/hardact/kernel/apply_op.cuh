@@ -30,9 +30,8 @@ __host__ __device__ __forceinline__ TOut apply_op(const Op& op, TIn... x) {
 }
 
 /// apply_op for element i of a call with broadcast operands: their values for i follow `x`.
-template <class TOut, class Op, class... TB, std::size_t... B, class... TIn>
-__device__ __forceinline__ TOut apply_broadcast_op(const Op& op, std::size_t i,
-                                                   const cuda::std::tuple<DeviceBroadcast<TB>...>& broadcasts,
+template <class TOut, class Op, class... D, std::size_t... B, class... TIn>
+__device__ __forceinline__ TOut apply_broadcast_op(const Op& op, std::size_t i, const cuda::std::tuple<D...>& broadcasts,
                                                    cuda::std::index_sequence<B...>, TIn... x) {
   return apply_op<TOut>(op, x..., cuda::std::get<B>(broadcasts).at(i)...);
 }

@@ -48,17 +48,18 @@ __device__ __forceinline__ void load_batch(VectorBatch<T, Width, VectorsPerThrea
 /// One thread's share of one tile. All loads are issued before the first store. Broadcast operands'
 /// values come after the full-length inputs' in the call to `op`; `head` is the element index of
 /// vector 0, which their positions depend on.
-template <int BlockThreads, int Width, int VectorsPerThread, bool Full, class Op, class TOut, class... TB,
+template <int BlockThreads, int Width, int VectorsPerThread, bool Full, class Op, class TOut, class... D,
           class... TIn, std::size_t... I, std::size_t... B>
 __device__ __forceinline__ void transform_vectors(const Op& op, std::size_t first, std::size_t num_vectors,
-                                                  std::size_t head, const DeviceBroadcasts<TB...>& broadcasts,
+                                                  std::size_t head, const cuda::std::tuple<D...>& broadcasts,
                                                   AlignedVector<TOut, Width>* out,
                                                   cuda::std::index_sequence<I...>, cuda::std::index_sequence<B...>,
                                                   const AlignedVector<TIn, Width>*... in) {
   cuda::std::tuple<VectorBatch<TIn, Width, VectorsPerThread>...> loaded;
   (load_batch<BlockThreads, Width, VectorsPerThread, Full>(cuda::std::get<I>(loaded), in, first, num_vectors), ...);
-  [[maybe_unused]] cuda::std::tuple<ValueArray<TB, Width>...> broadcast_values[static_cast<std::size_t>(VectorsPerThread)];
-  if constexpr (sizeof...(TB) > 0) {
+  [[maybe_unused]] cuda::std::tuple<ValueArray<typename D::value_type, Width>...>
+      broadcast_values[static_cast<std::size_t>(VectorsPerThread)];
+  if constexpr (sizeof...(D) > 0) {
 #pragma unroll
     for (int k = 0; k < VectorsPerThread; ++k) {
       const std::size_t index = first + static_cast<std::size_t>(k) * BlockThreads;

@@ -59,7 +59,8 @@ __host__ __device__ constexpr Chain<MultiplyAdd, Activation> scale_shift_activat
 }
 
 /// Squeeze-excitation gating, y = x * hardsigmoid(gate): called as op(x, gate), gate usually a
-/// per-(n, c) `per_channel(gate, N * C, H * W)` over NCHW. In float, bit for bit PyTorch's
+/// per-(n, c) `per_channel(gate, N * C, H * W)` over NCHW or `per_sample_channel(gate, C, H * W)`
+/// over channels-last. In float, bit for bit PyTorch's
 /// `x * F.hardsigmoid(gate)` (double: HardSigmoid{}'s double form).
 struct HardSigmoidGate {
   template <class T>
