@@ -18,6 +18,8 @@
 //                                    residual (two full-length inputs)           shape:<rows>x<columns>
 //   fused_hardsigmoid_gate_nchw      HardSigmoidGate, op(x, gate) = x * hardsigmoid(gate): a
 //                                    squeeze-excitation gate per (n, c), per_channel(gate, N * C, H * W)
+//   fused_hardsigmoid_gate_nhwc      the same channels-last, per_sample_channel(gate, C, H * W)
+//                                                                                shape:<N>x<H>x<W>x<C>
 // Sizes: 4096 x 393216 for the row-major rows (the reference shape); N x 96 x 56 x 56 for the NCHW
 // and NHWC rows, where 56 * 56 = 2^6 * 7^2 does not divide 4096 * 393216 = 3 * 2^29, so N is the
 // closest batch, 5350: 1,610,649,600 elements, 36,864 (0.002%) more than the reference (the n: and
@@ -31,9 +33,10 @@
 //            hardact_direct and hardact_staged, the paths forced)
 //   cub      cub::DeviceTransform::Transform with the same policy (rounded as hardact rounds), each
 //            broadcast operand a thrust::transform_iterator over a counting iterator returning
-//            values[(i / inner) % period]. Its two divisions are the multiply-and-shift of
-//            hardact::detail::FastDivmod, prepared on the host, as hardact's are: a 64-bit `/` per
-//            element is a long software sequence on the GPU and would time that, not CUB.
+//            values[(i / inner) % period] (values[i % C + C * (i / span)] for the channels-last
+//            gate). Its divisions are the multiply-and-shift of hardact::detail::FastDivmod,
+//            prepared on the host, as hardact's are: a 64-bit `/` per element is a long software
+//            sequence on the GPU and would time that, not CUB.
 //   unfused  two launches through hardact::transform, as eager code runs them: the add (bias,
 //            residual) or the scale-shift into the output, then the activation in place on it
 //            (hardact::transform(HardSwish{}, y, y, n)); for the gate, hardsigmoid on the N * C gate
@@ -102,6 +105,7 @@ struct FusedShape {
   std::size_t n = 0;          ///< elements of x, the residual and the output
   std::size_t channels = 0;   ///< the broadcast vectors' length (their period); 0 without vectors
   std::size_t inner = 1;      ///< consecutive elements that share one vector value
+  std::size_t sample_channels = 0;  ///< channels-last gate: values per sample (channels of x); else 0
 };
 
 std::string join_dims(std::initializer_list<std::size_t> dims) {
@@ -137,6 +141,12 @@ FusedShape gate_nchw(std::size_t batch) {
           batch * kImageElements, batch * kChannels, kHeight * kWidth};
 }
 
+/// A gate per (n, c) of a channels-last (NHWC) tensor: C values per sample of H * W * C elements.
+FusedShape gate_nhwc(std::size_t batch) {
+  return {Form::gate, "fused_hardsigmoid_gate_nhwc", join_dims({batch, kHeight, kWidth, kChannels}),
+          batch * kImageElements, batch * kChannels, 1, kChannels};
+}
+
 /// x * y rounded once from the compute type: the second launch of eager `x * F.hardsigmoid(gate)`.
 struct Multiply {
   template <class T>
@@ -168,6 +178,29 @@ auto broadcast_iterator(const hardact::Broadcast<T>& b) {
                                          BroadcastValue<T>{b.values, FastDivmod::make(b.inner), FastDivmod::make(b.period)});
 }
 
+/// values[i % channels + channels * (i / span)]: a per_sample_channel operand as a CUB input.
+template <class T>
+struct SampleChannelValue {
+  const T* values;
+  std::uint64_t channels;
+  hardact::detail::FastDivmod channel;
+  hardact::detail::FastDivmod span;
+
+  __host__ __device__ T operator()(std::uint64_t i) const {
+    std::uint64_t unused = 0, c = 0;
+    channel.divmod(i, unused, c);
+    return values[c + channels * span.divide(i)];
+  }
+};
+
+template <class T>
+auto broadcast_iterator(const hardact::SampleBroadcast<T>& b) {
+  using hardact::detail::FastDivmod;
+  return thrust::make_transform_iterator(
+      thrust::counting_iterator<std::uint64_t>(0),
+      SampleChannelValue<T>{b.values, b.period, FastDivmod::make(b.period), FastDivmod::make(b.span)});
+}
+
 /// The device data of one case.
 template <class T>
 struct FusedOperands {
@@ -187,6 +220,34 @@ template <class T>
 cudaError_t then_hardswish_in_place(cudaError_t first, T* y, std::size_t n, cudaStream_t stream) {
   if (first != cudaSuccess) return first;
   return hardact::transform(hardact::HardSwish{}, y, y, n, stream);
+}
+
+/// The gate rows: `gate` reads the gate vector, `activated_gate` the unfused contender's
+/// hardsigmoid of it, both with the row's broadcast (Broadcast or SampleBroadcast).
+template <class T, class GateOperand>
+FusedLaunch<T> gate_launcher(const FusedShape& s, const FusedOperands<T>& in, GateOperand gate,
+                             GateOperand activated_gate) {
+  const hardact::HardSigmoidGate op{};
+  const std::size_t n = s.n;
+  const std::size_t values = s.channels;
+  const T* x = in.x;
+  const T* gate_vector = in.first;
+  T* activated = in.gate_activation;
+  const auto gate_values = broadcast_iterator(gate);
+  return [=](Contender c, T* out) -> cudaError_t {
+    const cudaStream_t stream = bench_stream();
+    switch (c) {
+      case Contender::cub:
+        return cub::DeviceTransform::Transform(cuda::std::make_tuple(x, gate_values), out, n,
+                                               RoundedOp<hardact::HardSigmoidGate, T>{op}, stream);
+      case Contender::unfused: {
+        const cudaError_t status = hardact::transform(hardact::HardSigmoid{}, gate_vector, activated, values, stream);
+        if (status != cudaSuccess) return status;
+        return hardact::transform(Multiply{}, x, activated_gate, out, n, stream);
+      }
+      default: return on_path(c, [&] { return hardact::transform(op, x, gate, out, n, stream); });
+    }
+  };
 }
 
 template <class T>
@@ -247,28 +308,14 @@ FusedLaunch<T> fused_launcher(const FusedShape& s, const FusedOperands<T>& in) {
       };
     }
     case Form::gate: {
-      const hardact::HardSigmoidGate op{};
-      const hardact::Broadcast<T> gate = hardact::per_channel(in.first, s.channels, s.inner);
-      const auto gate_values = broadcast_iterator(gate);
-      const T* gate_vector = in.first;
-      T* activated = in.gate_activation;
-      const hardact::Broadcast<T> activated_gate = hardact::per_channel(static_cast<const T*>(activated), s.channels,
-                                                                        s.inner);
-      const std::size_t channels = s.channels;
-      return [=](Contender c, T* out) -> cudaError_t {
-        const cudaStream_t stream = bench_stream();
-        switch (c) {
-          case Contender::cub:
-            return cub::DeviceTransform::Transform(cuda::std::make_tuple(x, gate_values), out, n,
-                                                   RoundedOp<hardact::HardSigmoidGate, T>{op}, stream);
-          case Contender::unfused: {
-            const cudaError_t status = hardact::transform(hardact::HardSigmoid{}, gate_vector, activated, channels, stream);
-            if (status != cudaSuccess) return status;
-            return hardact::transform(Multiply{}, x, activated_gate, out, n, stream);
-          }
-          default: return on_path(c, [&] { return hardact::transform(op, x, gate, out, n, stream); });
-        }
-      };
+      if (s.sample_channels == 0) {
+        return gate_launcher<T>(s, in, hardact::per_channel(in.first, s.channels, s.inner),
+                                hardact::per_channel(static_cast<const T*>(in.gate_activation), s.channels, s.inner));
+      }
+      const std::size_t positions = s.n / s.channels;
+      return gate_launcher<T>(
+          s, in, hardact::per_sample_channel(in.first, s.sample_channels, positions),
+          hardact::per_sample_channel(static_cast<const T*>(in.gate_activation), s.sample_channels, positions));
     }
   }
   return {};
@@ -457,6 +504,7 @@ void register_fused_size(const Options& o, std::size_t rows, std::size_t columns
       per_channel_nhwc(Form::batchnorm, "fused_batchnorm_hardswish_nhwc", batch),
       residual(rows, columns),
       gate_nchw(batch),
+      gate_nhwc(batch),
   };
   for (const FusedShape& s : shapes) {
     register_fused<float>(o, s);

@@ -38,7 +38,8 @@ PANELS = [("out_of_place", "aligned"), ("out_of_place", "misaligned"),
 REFERENCE_BYTES = 4096 * 393216 * 4
 FUSED_PREFIX = "fused_"
 FUSED_ORDER = ["fused_bias_hardswish_last_dim", "fused_bias_hardswish_nchw", "fused_batchnorm_hardswish_nchw",
-               "fused_batchnorm_hardswish_nhwc", "fused_residual_hardswish", "fused_hardsigmoid_gate_nchw"]
+               "fused_batchnorm_hardswish_nhwc", "fused_residual_hardswish", "fused_hardsigmoid_gate_nchw",
+               "fused_hardsigmoid_gate_nhwc"]
 
 
 def parse(name):
