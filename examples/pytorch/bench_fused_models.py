@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Real networks in eval mode with and without hardact_torch.fuse_batchnorm_activation.
+"""Real networks in eval mode with and without hardact_torch's rewrites (fuse_batchnorm_activation,
+fuse_squeeze_excitation).
 
     python3 examples/pytorch/bench_fused_models.py
     python3 examples/pytorch/bench_fused_models.py --models mobilenetv3_large_100 --compiled none --reps 21
@@ -7,7 +8,8 @@
 Each model (timm or torchvision, random weights) is built once, put in eval mode and channels_last,
 and copied; the copy is rewritten: fuse_batchnorm_activation folds every BatchNorm followed by
 one of the activations hardact fuses (and timm's BatchNormAct2d) into one BatchNormActivation,
-then replace_activations swaps the remaining activation modules. Per dtype (float32, bfloat16),
+fuse_squeeze_excitation makes each squeeze-excitation gated by a hard sigmoid multiply through one
+hardsigmoid_gate, then replace_activations swaps the remaining activation modules. Per dtype (float32, bfloat16),
 eager (and compiled for --compiled models), timed as bench_models.py times (models taking turns,
 both orders; the ratio torch.nn / rewritten, >= 1: the rewrite is faster, with its 95% interval),
 with each forward's GPU profile: all kernels, and the BatchNorm and activation kernels.
@@ -70,10 +72,11 @@ def main() -> int:
             continue
         rewritten = copy.deepcopy(base)
         fused = ha.fuse_batchnorm_activation(rewritten)
+        gates = ha.fuse_squeeze_excitation(rewritten)
         swapped = ha.replace_activations(rewritten)
         left = sum(1 for m in rewritten.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm))
-        print(f"{name}: {fused} BatchNorms rewritten (with the activation after them, or alone), {swapped} other "
-              f"activations replaced, {left} BatchNorms left")
+        print(f"{name}: {fused} BatchNorms rewritten (with the activation after them, or alone), {gates} "
+              f"squeeze-excitations fused, {swapped} other activations replaced, {left} BatchNorms left")
         if fused == 0:
             failures.append(f"{name}: nothing was fused")
         for dtype in dtypes:

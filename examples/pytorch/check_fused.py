@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks the fused operators (scale_shift_activation, residual_activation, hardsigmoid_gate), the
-BatchNormActivation module and fuse_batchnorm_activation.
+BatchNormActivation module, fuse_batchnorm_activation and fuse_squeeze_excitation.
 
     python3 examples/pytorch/check_fused.py            # everything; GPU parts skip without a GPU
     python3 examples/pytorch/check_fused.py --no-gpu   # only the parts that need no GPU (CI)
@@ -8,14 +8,18 @@ BatchNormActivation module and fuse_batchnorm_activation.
 Without a GPU: schemas registered; fake kernels (meta tensors) give empty_like(x) and raise the
 CUDA kernels' errors; fuse_batchnorm_activation refuses a training model and rewrites
 nn.Sequential pairs, torchvision's Conv2dNormActivation and timm's BatchNormAct2d (when installed)
-on the CPU; torch.compile(fullgraph=True) traces the functions to aten ops (no graph break); the
-DTensor sharding rules on a fake two-rank process group (CPU stand-in kernels).
+on the CPU; fuse_squeeze_excitation replaces torchvision's and timm's squeeze-excitation blocks
+gated by a hard sigmoid and no other (when installed); torch.compile(fullgraph=True) traces the
+functions to aten ops (no graph break); the DTensor sharding rules on a fake two-rank process group
+(CPU stand-in kernels).
 With a GPU: every dtype, layout (NCHW, channels-last, 2-D, gapped, offset), activation and form bit
 for bit against the documented expression computed in float (double for float64) and rounded once,
 and in float32 against PyTorch eager's ops; NaN, infinities and -0.0 included; refusals;
 torch.library.opcheck; gradients against torch.autograd.gradcheck (float64) and against eager's
-autograd (float32); a CUDA graph capture; real models rewritten (timm MobileNetV3 / LCNet,
-torchvision MobileNetV3, when installed): the largest output difference to PyTorch eager.
+autograd (float32); a CUDA graph capture; the fused squeeze-excitation blocks against the originals
+(float32 forward bit for bit, bfloat16 within rounding, a training step's gradients); real models
+rewritten (timm MobileNetV3 / LCNet, torchvision MobileNetV3, when installed): the largest output
+difference to PyTorch eager.
 Prints FAIL lines and ends with `N passed, M failed[, K skipped]`; exit 0 no failure, 1 failure.
 """
 
@@ -204,7 +208,36 @@ def check_rewrite_cpu(results: Results) -> None:
         count = sum(1 for m in model.modules() if isinstance(m, ha.BatchNormActivation))
         results.record("" if fused == expected == count or (name.startswith("timm") and fused == count >= expected)
                        else f"fused {fused}, modules {count}, expected {expected}", f"rewrite {name}")
+    squeeze = squeeze_excitation_blocks()
+    if not squeeze:
+        results.skip("fuse_squeeze_excitation on real blocks", "neither torchvision nor timm is installed")
+    for name, block, expected in squeeze + [("nn.Sequential(nn.Hardsigmoid())", nn.Sequential(nn.Hardsigmoid()), 0)]:
+        model = nn.Sequential(block)
+        replaced = ha.fuse_squeeze_excitation(model)
+        count = sum(1 for m in model.modules() if isinstance(m, ha.HardSigmoidSqueezeExcitation))
+        report = "" if replaced == expected == count else f"replaced {replaced}, modules {count}, expected {expected}"
+        results.record(report, f"fuse_squeeze_excitation {name}")
     print(f"rewrite (CPU): {results.summary()}")
+
+
+def squeeze_excitation_blocks() -> list[tuple[str, nn.Module, int]]:
+    """(name, squeeze-excitation block of 16 channels, 1 if fuse_squeeze_excitation must replace it
+    else 0) for torchvision and timm, those installed."""
+    blocks = []
+    try:
+        from torchvision.ops import SqueezeExcitation
+        blocks += [("torchvision SqueezeExcitation, Hardsigmoid",
+                    SqueezeExcitation(16, 4, scale_activation=nn.Hardsigmoid), 1),
+                   ("torchvision SqueezeExcitation, Sigmoid", SqueezeExcitation(16, 4), 0)]
+    except ImportError:
+        pass
+    try:
+        from timm.models._efficientnet_blocks import SqueezeExcite
+        blocks += [("timm SqueezeExcite, hard_sigmoid", SqueezeExcite(16, gate_layer="hard_sigmoid"), 1),
+                   ("timm SqueezeExcite, sigmoid", SqueezeExcite(16), 0)]
+    except ImportError:
+        pass
+    return blocks
 
 
 def check_dtensor_rules(results: Results) -> None:
@@ -409,6 +442,42 @@ def check_cuda_graph(results: Results, generator: torch.Generator) -> None:
     print(f"CUDA graph: {results.summary()}")
 
 
+def check_squeeze_excitation(results: Results, generator: torch.Generator) -> None:
+    """Each fused squeeze-excitation block against the block it replaced: float32 bit for bit (both
+    layouts), bfloat16 within its rounding, and a float32 training step's gradients (allclose: the
+    gate's gradient sums in another order)."""
+    blocks = [(name, block) for name, block, expected in squeeze_excitation_blocks() if expected]
+    if not blocks:
+        results.skip("fused squeeze-excitation on the GPU", "neither torchvision nor timm is installed")
+    for name, block in blocks:
+        torch.manual_seed(3)
+        original = block.cuda()
+        holder = nn.Sequential(copy.deepcopy(original))
+        ha.fuse_squeeze_excitation(holder)
+        fused = holder[0]
+        x = torch.randn(8, 16, 7, 7, device="cuda", generator=generator) * 4
+        for layout, xl in (("NCHW", x), ("channels-last", x.contiguous(memory_format=torch.channels_last))):
+            with torch.no_grad():
+                results.record(mismatch_report(fused.eval()(xl), original.eval()(xl), xl),
+                               f"{name} fused, float32 {layout}: bit for bit")
+                got, expected = (copy.deepcopy(m).bfloat16()(xl.bfloat16()).float() for m in (fused, original))
+            bound = 2 ** -7 * expected.abs().max().item()
+            difference = (got - expected).abs().max().item()
+            results.record("" if difference <= bound else f"max difference {difference:.3g} > {bound:.3g}",
+                           f"{name} fused, bfloat16 {layout}: within one rounding of eager")
+        grads = []
+        for module in (original.train(), fused.train()):
+            leaf = x.clone().requires_grad_()
+            module.zero_grad()
+            out = module(leaf)
+            (out * torch.linspace(-1, 1, out.numel(), device="cuda").view_as(out)).sum().backward()
+            grads.append([leaf.grad] + [p.grad for p in module.parameters()])
+        differing = [i for i, (a, b) in enumerate(zip(*grads)) if not torch.allclose(a, b, rtol=1e-5, atol=1e-6)]
+        results.record("" if not differing else f"gradients {differing} differ",
+                       f"{name} fused, float32 training step: input and parameter gradients allclose")
+    print(f"squeeze-excitation: {results.summary()}")
+
+
 def check_real_models(results: Results, generator: torch.Generator) -> None:
     """Rewritten real models against PyTorch eager: the largest output difference (not bit-exact:
     BatchNorm's normalisation is computed another way, and bfloat16 rounds once)."""
@@ -431,6 +500,7 @@ def check_real_models(results: Results, generator: torch.Generator) -> None:
         base = base.cuda().eval().to(memory_format=torch.channels_last)
         rewritten = copy.deepcopy(base)
         fused = ha.fuse_batchnorm_activation(rewritten)
+        gates = ha.fuse_squeeze_excitation(rewritten)
         x = torch.randn(8, 3, 224, 224, device="cuda", generator=generator).contiguous(memory_format=torch.channels_last)
         for dtype in (torch.float64, torch.float32, torch.bfloat16):
             with torch.no_grad():
@@ -438,8 +508,8 @@ def check_real_models(results: Results, generator: torch.Generator) -> None:
                 got = copy.deepcopy(rewritten).to(dtype)(x.to(dtype)).double()
             difference = (got - expected).abs().max().item()
             relative = difference / max(expected.abs().max().item(), 1e-30)
-            print(f"  {name} {NAMES[dtype]}: {fused} pairs fused; largest output difference to eager "
-                  f"{difference:.3g} (relative to the largest output {relative:.3g})")
+            print(f"  {name} {NAMES[dtype]}: {fused} BatchNorms, {gates} squeeze-excitations fused; largest output "
+                  f"difference to eager {difference:.3g} (relative to the largest output {relative:.3g})")
             # float64 decides correctness: the rewrite is the same function, but its scale and shift
             # were folded (from the float32 model) into float32, so it differs at float32's rounding
             # of the parameters, amplified by depth (measured on the H100, 2026-11-23: 1.4e-5,
@@ -455,7 +525,8 @@ def check_real_models(results: Results, generator: torch.Generator) -> None:
 def main() -> int:
     return run_checks(__doc__.split("\n\n")[0],
                       [check_registration, check_fakes, check_compile_tracing, check_rewrite_cpu, check_dtensor_rules],
-                      [check_forward, check_refusals, check_opcheck, check_autograd, check_cuda_graph, check_real_models],
+                      [check_forward, check_refusals, check_opcheck, check_autograd, check_cuda_graph,
+                       check_squeeze_excitation, check_real_models],
                       without_generator=(check_refusals,))
 
 

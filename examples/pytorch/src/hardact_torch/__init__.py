@@ -39,7 +39,7 @@ __all__ = [
     "hardsigmoid", "hardsigmoid_", "hardtanh", "hardtanh_", "hardswish", "hardswish_", "relu6", "relu6_",
     "HardSigmoid", "HardTanh", "HardSwish", "ReLU6", "ModelNew", "replace_activations",
     "FUSED_ACTIVATIONS", "scale_shift_activation", "bias_activation", "residual_activation", "hardsigmoid_gate",
-    "BatchNormActivation", "fuse_batchnorm_activation",
+    "BatchNormActivation", "fuse_batchnorm_activation", "HardSigmoidSqueezeExcitation", "fuse_squeeze_excitation",
 ]
 
 ops = torch.ops.hardact
@@ -374,3 +374,54 @@ def fuse_batchnorm_activation(model: nn.Module) -> int:
                 setattr(parent, name, BatchNormActivation.from_batchnorm(child, *spec).to(child.running_mean.device))
                 fused += 1
     return fused
+
+
+class HardSigmoidSqueezeExcitation(nn.Module):
+    """Squeeze-excitation gated by a hard sigmoid, its gating in one pass:
+    hardsigmoid_gate(x, expand(activation(reduce(pool(x))))), where eager PyTorch runs the hard
+    sigmoid on the gate and then multiplies x by it. Made by fuse_squeeze_excitation from
+    torchvision's SqueezeExcitation (pool: its AdaptiveAvgPool2d) or timm's SqueezeExcite (pool:
+    None, x.mean((2, 3), keepdim=True) as timm computes it); reduce, activation and expand are the
+    original module's. float32: bit for bit the original module; float16/bfloat16 round once where
+    eager rounds the gate first. Differentiable (training works)."""
+
+    def __init__(self, pool: nn.Module | None, reduce: nn.Module, activation: nn.Module, expand: nn.Module):
+        super().__init__()
+        self.pool, self.reduce, self.activation, self.expand = pool, reduce, activation, expand
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        squeezed = x.mean((2, 3), keepdim=True) if self.pool is None else self.pool(x)
+        return hardsigmoid_gate(x, self.expand(self.activation(self.reduce(squeezed))))
+
+
+def _hard_sigmoid_squeeze_excitation(module: nn.Module) -> HardSigmoidSqueezeExcitation | None:
+    """The fused module for torchvision's SqueezeExcitation or timm's SqueezeExcite gated by a hard
+    sigmoid, or None. Recognised by class name, package and attributes, whose forward is known."""
+    kind = type(module)
+    package = kind.__module__.split(".")[0]
+    if kind.__name__ == "SqueezeExcitation" and package == "torchvision" \
+            and type(getattr(module, "scale_activation", None)) in (nn.Hardsigmoid, HardSigmoid) \
+            and isinstance(getattr(module, "avgpool", None), nn.AdaptiveAvgPool2d) \
+            and module.avgpool.output_size in (1, (1, 1)):
+        return HardSigmoidSqueezeExcitation(module.avgpool, module.fc1, module.activation, module.fc2)
+    if kind.__name__ == "SqueezeExcite" and package == "timm" \
+            and type(getattr(module, "gate", None)) in (nn.Hardsigmoid, HardSigmoid) \
+            and all(hasattr(module, name) for name in ("conv_reduce", "act1", "conv_expand")):
+        return HardSigmoidSqueezeExcitation(None, module.conv_reduce, module.act1, module.conv_expand)
+    return None
+
+
+def fuse_squeeze_excitation(model: nn.Module) -> int:
+    """Replaces, in place, every squeeze-excitation block gated by a hard sigmoid (torchvision's
+    SqueezeExcitation with scale_activation=nn.Hardsigmoid, as in its MobileNetV3; timm's
+    SqueezeExcite with gate_layer='hard_sigmoid', as in its MobileNetV3 and LCNet) by a
+    HardSigmoidSqueezeExcitation sharing its layers: the gate's hard sigmoid and the multiplication
+    become one hardsigmoid_gate pass. Any mode (it holds no statistics). Returns how many it replaced."""
+    replaced = 0
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            fused = _hard_sigmoid_squeeze_excitation(child)
+            if fused is not None:
+                setattr(parent, name, fused.train(child.training))
+                replaced += 1
+    return replaced

@@ -15,7 +15,8 @@
 // Layout: the per-channel value of element i of a non-overlapping, dense tensor is
 // value[(i / stride(1)) % C] in memory order, whatever the order of its dimensions (NCHW,
 // channels-last, a row-major [M, C] matrix): one broadcast operand covers them all. Other layouts
-// go through one dense copy.
+// go through one dense copy. The per-(n, c) gate is per_channel over N * C for NCHW x and
+// per_sample_channel (C values per sample) for channels-last x; other layouts go through ATen.
 
 #include "fused_activation.h"
 #include "tensor_launch.cuh"
@@ -164,10 +165,15 @@ at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
                     "hardact::", kName, ": gate must hold one value per (n, c) of x, shape (N, C) or (N, C, 1, ...); got ",
                     shape_string(gate.sizes()), " for x ", shape_string(x.sizes()));
   const c10::cuda::CUDAGuard device_guard(x.device());
-  // One value per (n, c) plane is a broadcast operand only where the planes are contiguous runs:
-  // NCHW order. Channels-last x goes through ATen with the same arithmetic (in float, double for
-  // float64; rounded once): the hard sigmoid of the N * C gate values, then one pass over x.
-  if (!x.is_contiguous()) {
+  // One value per (n, c): a broadcast operand where x is NCHW-contiguous (each plane a run of H * W
+  // elements: per_channel over N * C) or channels-last-like (dense, channels innermost, samples
+  // outermost: per_sample_channel, C values per sample of C * H * W elements). Other layouts go
+  // through ATen with the same arithmetic (in float, double for float64; rounded once).
+  const bool nchw = x.is_contiguous();
+  const bool channels_last = !nchw && x.dim() >= 3 && x.size(0) > 0 && x.size(1) > 0 &&
+                             x.is_non_overlapping_and_dense() && x.stride(1) == 1 &&
+                             x.stride(0) == x.numel() / x.size(0);
+  if (!nchw && !channels_last) {
     std::vector<int64_t> gate_shape(static_cast<std::size_t>(x.dim()), 1);
     gate_shape[0] = x.size(0);
     gate_shape[1] = x.size(1);
@@ -185,14 +191,21 @@ at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
   const std::size_t n = static_cast<std::size_t>(x.numel());
   if (n == 0) return out;
   const at::Tensor gate_values = gate.reshape({planes}).contiguous();
-  const std::size_t inner = static_cast<std::size_t>(x.numel() / planes);
+  const std::size_t channels = static_cast<std::size_t>(x.size(1));
+  const std::size_t positions = static_cast<std::size_t>(x.numel() / planes);  // H * W
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
   check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
                  using T = typename decltype(tag)::type;
-                 return hardact::transform(hardact::HardSigmoidGate{}, static_cast<const T*>(x.const_data_ptr()),
-                                           hardact::per_channel(static_cast<const T*>(gate_values.const_data_ptr()),
-                                                                static_cast<std::size_t>(planes), inner),
-                                           static_cast<T*>(out.mutable_data_ptr()), n, stream);
+                 const T* const values = static_cast<const T*>(gate_values.const_data_ptr());
+                 const T* const in = static_cast<const T*>(x.const_data_ptr());
+                 T* const y = static_cast<T*>(out.mutable_data_ptr());
+                 if (nchw) {
+                   return hardact::transform(hardact::HardSigmoidGate{}, in,
+                                             hardact::per_channel(values, static_cast<std::size_t>(planes), positions),
+                                             y, n, stream);
+                 }
+                 return hardact::transform(hardact::HardSigmoidGate{}, in,
+                                           hardact::per_sample_channel(values, channels, positions), y, n, stream);
                }));
   return out;
 }
