@@ -106,6 +106,39 @@ __global__ void broadcast_reads(Prepared broadcast, const std::uint64_t* firsts,
   }
 }
 
+/// Drops the first indexes whose Count elements would pass call_size, reads `broadcast` on the
+/// device at each (load<Count>(first) and at(first + j)), and checks both against expected(index);
+/// `where` names the case in failure messages.
+template <int Count, class V, bool Spanned, class Expected>
+void expect_reads(const hardact::detail::DeviceBroadcast<V, Spanned>& broadcast, std::size_t call_size,
+                  std::vector<std::uint64_t> firsts, Expected expected, const std::string& where) {
+  std::vector<std::uint64_t> in_range;
+  for (const std::uint64_t first : firsts)
+    if (first <= call_size - Count) in_range.push_back(first);
+  firsts.swap(in_range);
+  const std::size_t count = firsts.size();
+  GuardedBuffer<std::uint64_t> device_firsts(count);
+  GuardedBuffer<V> device_loaded(count * Count), device_single(count * Count);
+  HARDACT_ASSERT_CUDA(device_firsts.status());
+  HARDACT_ASSERT_CUDA(device_loaded.status());
+  HARDACT_ASSERT_CUDA(device_single.status());
+  HARDACT_ASSERT_CUDA(device_firsts.upload(firsts));
+  broadcast_reads<V, Count><<<static_cast<unsigned>((count + 127) / 128), 128>>>(
+      broadcast, device_firsts.data(), device_loaded.data(), device_single.data(), count);
+  HARDACT_ASSERT_CUDA(cudaGetLastError());
+  HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
+  std::vector<V> loaded, single;
+  HARDACT_ASSERT_CUDA(device_loaded.download(loaded));
+  HARDACT_ASSERT_CUDA(device_single.download(single));
+  for (std::size_t i = 0; i < count; ++i) {
+    for (std::size_t j = 0; j < static_cast<std::size_t>(Count); ++j) {
+      const std::uint64_t index = firsts[i] + j;
+      ASSERT_EQ(loaded[i * Count + j], expected(index)) << "load<" << Count << ">(" << firsts[i] << ")[" << j << "]" << where;
+      ASSERT_EQ(single[i * Count + j], expected(index)) << "at(" << index << ")" << where;
+    }
+  }
+}
+
 /// The broadcast {values + skew, inner, period} of a call of `call_size` elements, prepared as the
 /// launchers prepare it (the 32-bit form up to 2^31 elements), read at first indexes next to the
 /// ends of runs and cycles, of the call, and at random, every index read below call_size.
@@ -120,36 +153,12 @@ void check_broadcast_reads(std::size_t call_size, std::size_t inner, std::size_t
   }
   std::mt19937_64 engine(inner * 31 + period);
   for (int k = 0; k < 64; ++k) firsts.push_back((engine() >> (1 + engine() % 63)) % (call_size - Count));
-  std::vector<std::uint64_t> in_range;
-  for (const std::uint64_t first : firsts)
-    if (first <= call_size - Count) in_range.push_back(first);
-  firsts.swap(in_range);
-  const std::size_t count = firsts.size();
-  GuardedBuffer<std::uint64_t> device_firsts(count);
-  GuardedBuffer<V> loaded(count * Count), single(count * Count);
-  HARDACT_ASSERT_CUDA(device_firsts.status());
-  HARDACT_ASSERT_CUDA(loaded.status());
-  HARDACT_ASSERT_CUDA(single.status());
-  HARDACT_ASSERT_CUDA(device_firsts.upload(firsts));
   const hardact::detail::DeviceBroadcast<V> broadcast =
       hardact::detail::prepare_broadcast(hardact::Broadcast<V>{device_values.data() + skew, inner, period}, call_size);
-  broadcast_reads<V, Count><<<static_cast<unsigned>((count + 127) / 128), 128>>>(broadcast, device_firsts.data(),
-                                                                                loaded.data(), single.data(), count);
-  HARDACT_ASSERT_CUDA(cudaGetLastError());
-  HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
-  std::vector<V> got_loaded, got_single;
-  HARDACT_ASSERT_CUDA(loaded.download(got_loaded));
-  HARDACT_ASSERT_CUDA(single.download(got_single));
-  for (std::size_t i = 0; i < count; ++i) {
-    for (std::size_t j = 0; j < static_cast<std::size_t>(Count); ++j) {
-      const std::uint64_t index = firsts[i] + j;
-      const V expected = values[skew + (index / inner) % period];
-      const std::string where = ", inner " + std::to_string(inner) + ", period " + std::to_string(period) + ", skew " +
-                                std::to_string(skew) + ", call of " + std::to_string(call_size);
-      ASSERT_EQ(got_loaded[i * Count + j], expected) << "load<" << Count << ">(" << firsts[i] << ")[" << j << "]" << where;
-      ASSERT_EQ(got_single[i * Count + j], expected) << "at(" << index << ")" << where;
-    }
-  }
+  expect_reads<Count>(
+      broadcast, call_size, firsts, [&](std::uint64_t index) { return values[skew + (index / inner) % period]; },
+      ", inner " + std::to_string(inner) + ", period " + std::to_string(period) + ", skew " + std::to_string(skew) +
+          ", call of " + std::to_string(call_size));
 }
 
 // DeviceBroadcast's at() and load<Count>() (one value for a run, contiguous values 16 bytes at a time
@@ -207,37 +216,13 @@ void check_sample_broadcast_reads(std::size_t call_size, std::size_t inner, std:
   if (span <= kTwo63 / 3) firsts.push_back(2 * span - 1);
   std::mt19937_64 engine(inner * 31 + period + span);
   for (int k = 0; k < 64; ++k) firsts.push_back((engine() >> (1 + engine() % 63)) % (call_size - Count));
-  std::vector<std::uint64_t> in_range;
-  for (const std::uint64_t first : firsts)
-    if (first <= call_size - Count) in_range.push_back(first);
-  firsts.swap(in_range);
-  const std::size_t count = firsts.size();
-  GuardedBuffer<std::uint64_t> device_firsts(count);
-  GuardedBuffer<V> loaded(count * Count), single(count * Count);
-  HARDACT_ASSERT_CUDA(device_firsts.status());
-  HARDACT_ASSERT_CUDA(loaded.status());
-  HARDACT_ASSERT_CUDA(single.status());
-  HARDACT_ASSERT_CUDA(device_firsts.upload(firsts));
   const hardact::detail::DeviceBroadcast<V, true> broadcast = hardact::detail::prepare_broadcast(
       hardact::SampleBroadcast<V>{device_values.data() + skew, inner, period, span}, call_size);
-  broadcast_reads<V, Count><<<static_cast<unsigned>((count + 127) / 128), 128>>>(broadcast, device_firsts.data(),
-                                                                                loaded.data(), single.data(), count);
-  HARDACT_ASSERT_CUDA(cudaGetLastError());
-  HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
-  std::vector<V> got_loaded, got_single;
-  HARDACT_ASSERT_CUDA(loaded.download(got_loaded));
-  HARDACT_ASSERT_CUDA(single.download(got_single));
-  for (std::size_t i = 0; i < count; ++i) {
-    for (std::size_t j = 0; j < static_cast<std::size_t>(Count); ++j) {
-      const std::uint64_t index = firsts[i] + j;
-      const V expected = values[skew + (index / inner) % period + period * (index / span)];
-      const std::string where = ", inner " + std::to_string(inner) + ", period " + std::to_string(period) + ", span " +
-                                std::to_string(span) + ", skew " + std::to_string(skew) + ", call of " +
-                                std::to_string(call_size);
-      ASSERT_EQ(got_loaded[i * Count + j], expected) << "load<" << Count << ">(" << firsts[i] << ")[" << j << "]" << where;
-      ASSERT_EQ(got_single[i * Count + j], expected) << "at(" << index << ")" << where;
-    }
-  }
+  expect_reads<Count>(
+      broadcast, call_size, firsts,
+      [&](std::uint64_t index) { return values[skew + (index / inner) % period + period * (index / span)]; },
+      ", inner " + std::to_string(inner) + ", period " + std::to_string(period) + ", span " + std::to_string(span) +
+          ", skew " + std::to_string(skew) + ", call of " + std::to_string(call_size));
 }
 
 // SampleBroadcasts in the 32-bit form (calls up to 2^31) and the 64-bit one: spans of one period

@@ -16,9 +16,6 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
-#include <string>
-#include <utility>
-#include <vector>
 
 namespace {
 
