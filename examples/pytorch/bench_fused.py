@@ -12,6 +12,7 @@ Forms (n = 4096 * 393216 elements in each; NCHW shapes are (256, 1536, 64, 64)):
   bn_nhwc    the same, channels-last
   residual   hardswish(x + residual), two full-length inputs
   gate       x * hardsigmoid(gate[n, c]), NCHW (squeeze-excitation)
+  gate_nhwc  the same, channels-last
 Contenders, timed rep by rep in turn (order reversed on odd reps) with CUDA events: copy (x.copy_
 moving the bytes the fused op must move: each full-length input read and the output written),
 hardact (hardact_torch's fused function), eager (the expression in PyTorch ops, one kernel per op),
@@ -38,7 +39,7 @@ ha = import_package()
 
 ROWS, COLUMNS = 4096, 393216
 NCHW = (256, 1536, 64, 64)
-FORMS = ("bias_2d", "bias_nchw", "bn_nchw", "bn_nhwc", "residual", "gate")
+FORMS = ("bias_2d", "bias_nchw", "bn_nchw", "bn_nhwc", "residual", "gate", "gate_nhwc")
 
 
 def make_case(form: str, dtype: torch.dtype, generator: torch.Generator):
@@ -49,7 +50,7 @@ def make_case(form: str, dtype: torch.dtype, generator: torch.Generator):
         bias = torch.randn(COLUMNS, device=device, dtype=torch.float32, generator=generator)
         return (lambda: ha.bias_activation(x, bias, "hardswish"),
                 lambda x, bias: F.hardswish(x + bias.to(x.dtype)), (x, bias), 2)
-    fmt = torch.channels_last if form == "bn_nhwc" else torch.contiguous_format
+    fmt = torch.channels_last if form in ("bn_nhwc", "gate_nhwc") else torch.contiguous_format
     x = torch.randn(NCHW, device=device, dtype=dtype, generator=generator).contiguous(memory_format=fmt)
     channels = NCHW[1]
     if form == "bias_nchw":
@@ -67,7 +68,7 @@ def make_case(form: str, dtype: torch.dtype, generator: torch.Generator):
         residual = torch.randn(NCHW, device=device, dtype=dtype, generator=generator)
         return (lambda: ha.residual_activation(x, residual, "hardswish"),
                 lambda x, residual: F.hardswish(x + residual), (x, residual), 3)
-    if form == "gate":
+    if form in ("gate", "gate_nhwc"):
         gate = torch.randn(NCHW[0], NCHW[1], 1, 1, device=device, dtype=dtype, generator=generator)
         return (lambda: ha.hardsigmoid_gate(x, gate), lambda x, gate: x * F.hardsigmoid(gate), (x, gate), 2)
     raise ValueError(form)
