@@ -2,7 +2,8 @@
 // division on the host's cases (divisors and numerators up to 2^63, and below 2^31), and
 // DeviceBroadcast's at() and load<Count>() in calls of up to 2^31 elements (32-bit form) and up to
 // 2^63 (64-bit form), for 32-bit values and for the 16-bit and 8-bit ones ValueArray packs, for
-// Broadcasts and SampleBroadcasts.
+// Broadcasts and SampleBroadcasts, with general access and with the run or contiguous access the
+// dispatch layer chooses for vectors on a grid.
 // HARDACT_TEST_QUICK=1 (compute-sanitizer runs) keeps the cases few.
 #include "support/device.hpp"
 #include "support/device_main.hpp"  // main()
@@ -110,8 +111,8 @@ __global__ void broadcast_reads(Prepared broadcast, const std::uint64_t* firsts,
 /// device at each (load<Count>(first) and at(first + j)), and checks both against expected(index);
 /// `where` names the case in failure messages.
 template <int Count, class V, bool Spanned, class Expected>
-void expect_reads(const hardact::detail::DeviceBroadcast<V, Spanned>& broadcast, std::size_t call_size,
-                  std::vector<std::uint64_t> firsts, Expected expected, const std::string& where) {
+void expect_reads_as_prepared(const hardact::detail::DeviceBroadcast<V, Spanned>& broadcast, std::size_t call_size,
+                              std::vector<std::uint64_t> firsts, Expected expected, const std::string& where) {
   std::vector<std::uint64_t> in_range;
   for (const std::uint64_t first : firsts)
     if (first <= call_size - Count) in_range.push_back(first);
@@ -136,6 +137,27 @@ void expect_reads(const hardact::detail::DeviceBroadcast<V, Spanned>& broadcast,
       ASSERT_EQ(loaded[i * Count + j], expected(index)) << "load<" << Count << ">(" << firsts[i] << ")[" << j << "]" << where;
       ASSERT_EQ(single[i * Count + j], expected(index)) << "at(" << index << ")" << where;
     }
+  }
+}
+
+/// expect_reads_as_prepared with general access, then with the access the dispatch layer would
+/// choose for vectors of Count elements starting at 0, 1 and Count, at the same first indexes moved
+/// onto that grid of vectors (where it chooses run or contiguous access).
+template <int Count, class V, bool Spanned, class Expected>
+void expect_reads(const hardact::detail::DeviceBroadcast<V, Spanned>& broadcast, std::size_t call_size,
+                  const std::vector<std::uint64_t>& firsts, Expected expected, const std::string& where) {
+  expect_reads_as_prepared<Count>(broadcast, call_size, firsts, expected, where);
+  for (const std::uint64_t begin : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{Count}}) {
+    if (::testing::Test::HasFatalFailure()) return;
+    hardact::detail::DeviceBroadcast<V, Spanned> chosen = broadcast;
+    chosen.template choose_access<Count>(begin);
+    if (chosen.access == hardact::detail::BroadcastAccess::general) continue;
+    std::vector<std::uint64_t> on_grid;
+    for (const std::uint64_t first : firsts)
+      if (first >= begin) on_grid.push_back(first - (first - begin) % Count);
+    const char* const name = chosen.access == hardact::detail::BroadcastAccess::run ? "run" : "contiguous";
+    expect_reads_as_prepared<Count>(chosen, call_size, on_grid, expected,
+                                    where + ", " + name + " access from " + std::to_string(begin));
   }
 }
 

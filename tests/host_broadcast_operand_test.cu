@@ -46,8 +46,15 @@ TEST(HostFastDivmod, MatchesDivisionAndRemainder) {
 // numerators below 2^31.
 TEST(HostFastDivmod, Divmod32MatchesDivisionBelow2To31) {
   EXPECT_TRUE(divmod::host_divmod32_matches<FastDivmod>(divmod::cases32()));
-  // Divisor 2^31 (the largest in that domain) and the divisors with the largest 32-bit multipliers.
-  for (const std::uint64_t d : {divmod::kTwo31, (divmod::kTwo31 >> 1) + 1, std::uint64_t{3}, std::uint64_t{1}}) {
+  // Divisor 2^31 (the largest in that domain), and the divisors on each side of every power of two,
+  // where the multiplier (less 2^32) is smallest (1 at 2^k) and largest (just above 2^k).
+  std::vector<std::uint64_t> divisors = {divmod::kTwo31, 3, 1};
+  for (unsigned k = 1; k < 31; ++k) {
+    for (const std::uint64_t d : {(std::uint64_t{1} << k) - 1, std::uint64_t{1} << k, (std::uint64_t{1} << k) + 1}) {
+      divisors.push_back(d);
+    }
+  }
+  for (const std::uint64_t d : divisors) {
     const FastDivmod f = FastDivmod::make(d);
     for (const std::uint32_t n : {0u, 1u, 0x7fffffffu, 0x7ffffffeu, 0x40000000u, 0x40000001u}) {
       std::uint32_t q = 0, r = 0;
@@ -225,6 +232,102 @@ TEST(HostBroadcastOperand, PrepareBroadcastKeepsEveryIndex) {
     }
   }
   EXPECT_GT(checked, 0u);
+}
+
+// choose_access: `run` only where every vector of the call lies inside one run of inner elements,
+// `contiguous` only where inner is 1, every vector's values are consecutive inside one period (of
+// one span) and its vector loads are aligned; and the layouts the fused rows use get them (NCHW:
+// run; channels-last and a row's bias: contiguous).
+template <class T, int Count, bool Spanned>
+void check_access_choice(std::size_t n, std::size_t inner, std::size_t period, std::size_t span, std::size_t begin,
+                         std::size_t skew, std::size_t& fast) {
+  alignas(16) static T storage[64];
+  const T* const values = storage + skew;
+  hardact::detail::DeviceBroadcast<T, Spanned> b = [&] {
+    if constexpr (Spanned) {
+      return hardact::detail::prepare_broadcast(hardact::SampleBroadcast<T>{values, inner, period, span}, n);
+    } else {
+      (void)span;
+      return hardact::detail::prepare_broadcast(hardact::Broadcast<T>{values, inner, period}, n);
+    }
+  }();
+  b.template choose_access<Count>(begin);
+  const auto where = [&] {
+    return "Count " + std::to_string(Count) + ", n " + std::to_string(n) + ", inner " + std::to_string(inner) +
+           ", period " + std::to_string(period) + ", span " + std::to_string(span) + ", begin " + std::to_string(begin) +
+           ", skew " + std::to_string(skew);
+  };
+  const auto index_of = [&](std::size_t i) {
+    const std::size_t base = Spanned ? i / span * period : 0;
+    return base + (i / inner) % period;
+  };
+  using hardact::detail::BroadcastAccess;
+  if (b.access == BroadcastAccess::general) return;
+  ++fast;
+  ASSERT_EQ(begin % Count, 0u) << where();
+  for (std::size_t first = begin; first + Count <= n; first += Count) {
+    for (std::size_t j = 1; j < Count; ++j) {
+      if (b.access == BroadcastAccess::run) {
+        ASSERT_EQ(index_of(first + j), index_of(first)) << "run: vector at " << first << ", " << where();
+      } else {
+        ASSERT_EQ(index_of(first + j), index_of(first) + j) << "contiguous: vector at " << first << ", " << where();
+      }
+    }
+    if (b.access == BroadcastAccess::contiguous) {
+      ASSERT_EQ(inner, 1u) << where();
+      using Prepared = hardact::detail::DeviceBroadcast<T, Spanned>;
+      constexpr std::size_t kChunkBytes = sizeof(T) * Prepared::template kContiguousChunk<Count>;
+      ASSERT_EQ(reinterpret_cast<std::uintptr_t>(values + index_of(first)) % kChunkBytes, 0u)
+          << "vector at " << first << ", " << where();
+    }
+  }
+}
+
+template <class T, int Count>
+void check_access_choices() {
+  std::size_t fast = 0;
+  for (const std::size_t n : {std::size_t{Count}, std::size_t{1000}, std::size_t{4096 + 8}}) {
+    for (const std::size_t inner : {std::size_t{1}, std::size_t{3}, std::size_t{8}, std::size_t{49}, std::size_t{64}}) {
+      for (const std::size_t period :
+           {std::size_t{1}, std::size_t{4}, std::size_t{7}, std::size_t{16}, std::size_t{48}}) {
+        for (const std::size_t begin : {std::size_t{0}, std::size_t{1}, std::size_t{Count}, std::size_t{3 * Count}}) {
+          for (const std::size_t skew : {std::size_t{0}, std::size_t{1}, std::size_t{4}}) {
+            check_access_choice<T, Count, false>(n, inner, period, 0, begin, skew, fast);
+            for (const std::size_t spans : {std::size_t{1}, std::size_t{3}}) {
+              check_access_choice<T, Count, true>(n, inner, period, inner * period * spans, begin, skew, fast);
+            }
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(fast, 0u);
+  using hardact::detail::BroadcastAccess;
+  alignas(16) static T storage[64];
+  const std::size_t n = std::size_t{Count} * 6 * 49 * 16;
+  // NCHW: a per-channel vector over H * W = 56 * 56; channels-last and a row's bias: 96 channels.
+  auto nchw = hardact::detail::prepare_broadcast(hardact::per_channel(static_cast<const T*>(storage), 16, 56 * 56), n);
+  nchw.template choose_access<Count>(0);
+  EXPECT_EQ(nchw.access, BroadcastAccess::run) << Count;
+  auto nhwc = hardact::detail::prepare_broadcast(hardact::per_channel(static_cast<const T*>(storage), 96), n);
+  nhwc.template choose_access<Count>(0);
+  EXPECT_EQ(nhwc.access, Count == 1 ? BroadcastAccess::run : BroadcastAccess::contiguous) << Count;
+  auto gate = hardact::detail::prepare_broadcast(hardact::per_sample_channel(static_cast<const T*>(storage), 32, 49), n);
+  gate.template choose_access<Count>(0);
+  EXPECT_EQ(gate.access, Count == 1 ? BroadcastAccess::run : BroadcastAccess::contiguous) << Count;
+  nhwc.template choose_access<Count>(Count == 1 ? 0 : 1);  // vectors off the channels' grid
+  EXPECT_EQ(nhwc.access, Count == 1 ? BroadcastAccess::run : BroadcastAccess::general) << Count;
+}
+
+TEST(HostBroadcastOperand, ChooseAccessOnlyWhereEveryVectorFitsIt) {
+  check_access_choices<float, 1>();
+  check_access_choices<float, 4>();
+  check_access_choices<float, 8>();
+  check_access_choices<std::uint16_t, 2>();
+  check_access_choices<std::uint16_t, 8>();
+  check_access_choices<std::uint16_t, 16>();
+  check_access_choices<std::uint8_t, 16>();
 }
 
 // =============================================================================================

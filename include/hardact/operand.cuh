@@ -124,10 +124,12 @@ struct FastDivmod {
   std::uint64_t divisor = 1;
   std::uint64_t multiplier = 0;  ///< 0 for divisor 1, which is divided by returning n
   unsigned shift = 0;
-  /// The same for numerators below 2^31 (divisor <= 2^31), with 32-bit words: m = floor(2^(31 +
-  /// l) / d) + 1 fits 32 bits. One multiply-high instruction instead of a 64-bit sequence: the
-  /// per-vector index work of a bfloat16 BatchNorm call halved.
-  std::uint32_t multiplier32 = 0;
+  /// The same for numerators below 2^31 (divisor <= 2^31) in 32-bit words, with the multiplier
+  /// less 2^32: m32 = floor(2^32 * (2^l - d) / d) + 1 and n / d = (mulhi(n, m32) + n) >> l, exact
+  /// for every 32-bit n (ibid., section 4), and the sum cannot overflow below 2^31. Divisor 1 needs
+  /// no select (m32 = 1, l = 0): a multiply-high, an add and a shift per division.
+  std::uint32_t multiplier32 = 1;
+  unsigned shift32 = 0;
 
   /// d must be in [1, 2^63].
   static FastDivmod make(std::uint64_t d) {
@@ -152,18 +154,26 @@ struct FastDivmod {
 #endif
     f.multiplier = quotient + 1;
     f.shift = l - 1;
-    if (l <= 31) f.multiplier32 = static_cast<std::uint32_t>((std::uint64_t{1} << (31 + l)) / d + 1);
+    if (l <= 31) {
+      // 2^l - d < d <= 2^31, so the dividend fits 64 bits and the quotient 32.
+      f.multiplier32 = static_cast<std::uint32_t>((((std::uint64_t{1} << l) - d) << 32) / d + 1);
+      f.shift32 = l;
+    }
     return f;
   }
 
-  /// n / divisor and n % divisor for n < 2^31 (and divisor <= 2^31).
-  __host__ __device__ void divmod32(std::uint32_t n, std::uint32_t& quotient, std::uint32_t& remainder) const {
+  /// n / divisor for n < 2^31 (and divisor <= 2^31).
+  __host__ __device__ std::uint32_t divide32(std::uint32_t n) const {
 #ifdef __CUDA_ARCH__
     const std::uint32_t high = __umulhi(n, multiplier32);
 #else
     const std::uint32_t high = static_cast<std::uint32_t>((static_cast<std::uint64_t>(n) * multiplier32) >> 32);
 #endif
-    quotient = multiplier32 == 0 ? n : high >> shift;
+    return (high + n) >> shift32;
+  }
+  /// n / divisor and n % divisor for n < 2^31 (and divisor <= 2^31).
+  __host__ __device__ void divmod32(std::uint32_t n, std::uint32_t& quotient, std::uint32_t& remainder) const {
+    quotient = divide32(n);
     remainder = n - quotient * static_cast<std::uint32_t>(divisor);
   }
 
@@ -179,37 +189,56 @@ struct FastDivmod {
 /// Count values of a broadcast operand, one per element of a vector. Values narrower than 32 bits
 /// are kept packed in 32-bit words: the staged kernel holds them in registers across its wait for
 /// the tile, and a bfloat16 value per register doubled the registers a BatchNorm call needed
-/// (docs/TUNING.md row 39).
+/// (docs/TUNING.md row 39). Every write is of whole words: writes of single 16-bit values made the
+/// compiler keep the array as 16-bit pieces, and take apart and re-pack even a 16-byte load of
+/// eight values (docs/TUNING.md row 45).
 template <class T, int Count>
 struct ValueArray {
   static constexpr std::size_t kBytes = sizeof(T) * static_cast<std::size_t>(Count);
   static constexpr bool kPacked = sizeof(T) < 4 && 4 % sizeof(T) == 0 && kBytes % 4 == 0;
+  static constexpr int kPerWord = kPacked ? static_cast<int>(4 / sizeof(T)) : 1;
   using Storage = cuda::std::conditional_t<kPacked, std::uint32_t, T>;
+  using Bits = cuda::std::conditional_t<sizeof(T) == 1, std::uint8_t, std::uint16_t>;  // of a packed value
   Storage storage[kPacked ? kBytes / 4 : static_cast<std::size_t>(Count)];
 
   __device__ __forceinline__ T get(int j) const {
     if constexpr (kPacked) {
+      const unsigned shift = 8 * sizeof(T) * static_cast<unsigned>(j % kPerWord);
+      const Bits bits = static_cast<Bits>(storage[j / kPerWord] >> shift);
       T value;
-      memcpy(&value, reinterpret_cast<const unsigned char*>(storage) + static_cast<std::size_t>(j) * sizeof(T),
-             sizeof(T));
+      memcpy(&value, &bits, sizeof(T));
       return value;
     } else {
       return storage[j];
     }
   }
-  __device__ __forceinline__ void set(int j, T value) {
+  /// Every value from `values`, a word at a time.
+  __device__ __forceinline__ void set_all(const T (&values)[static_cast<std::size_t>(Count)]) {
     if constexpr (kPacked) {
-      memcpy(reinterpret_cast<unsigned char*>(storage) + static_cast<std::size_t>(j) * sizeof(T), &value, sizeof(T));
+#pragma unroll
+      for (std::size_t k = 0; k < kBytes / 4; ++k) {
+        std::uint32_t word = 0;
+#pragma unroll
+        for (int e = 0; e < kPerWord; ++e) {
+          Bits bits;
+          memcpy(&bits, &values[k * kPerWord + static_cast<std::size_t>(e)], sizeof(T));
+          word |= static_cast<std::uint32_t>(bits) << (8 * sizeof(T) * static_cast<unsigned>(e));
+        }
+        storage[k] = word;
+      }
     } else {
-      storage[j] = value;
+#pragma unroll
+      for (int j = 0; j < Count; ++j) storage[j] = values[j];
     }
   }
   __device__ __forceinline__ void fill(T value) {
     if constexpr (kPacked) {
-      std::uint32_t word;
+      Bits bits;
+      memcpy(&bits, &value, sizeof(T));
+      std::uint32_t word = 0;
 #pragma unroll
-      for (std::size_t k = 0; k < 4 / sizeof(T); ++k) {
-        memcpy(reinterpret_cast<unsigned char*>(&word) + k * sizeof(T), &value, sizeof(T));
+      for (int e = 0; e < kPerWord; ++e) {
+        word |= static_cast<std::uint32_t>(bits) << (8 * sizeof(T) * static_cast<unsigned>(e));
       }
 #pragma unroll
       for (std::size_t k = 0; k < kBytes / 4; ++k) storage[k] = word;
@@ -218,17 +247,37 @@ struct ValueArray {
       for (int j = 0; j < Count; ++j) storage[j] = value;
     }
   }
-  /// Elements k * Chunk .. (k + 1) * Chunk - 1 from one loaded vector.
+  /// Elements k * Chunk .. (k + 1) * Chunk - 1 from one loaded vector (types that are not packed).
   template <int Chunk>
   __device__ __forceinline__ void set_chunk(int k, const AlignedVector<T, Chunk>& chunk) {
-    if constexpr (kPacked) {
-      memcpy(reinterpret_cast<unsigned char*>(storage) + static_cast<std::size_t>(k) * sizeof(chunk), &chunk,
-             sizeof(chunk));
-    } else {
+    static_assert(!kPacked, "hardact: packed values are written as words (set_words)");
 #pragma unroll
-      for (int j = 0; j < Chunk; ++j) storage[k * Chunk + j] = chunk.elements[j];
+    for (int j = 0; j < Chunk; ++j) storage[k * Chunk + j] = chunk.elements[j];
+  }
+  /// Words k * kWords .. (k + 1) * kWords - 1 of packed values from one load of 4, 8 or 16 bytes.
+  template <class Words>
+  __device__ __forceinline__ void set_words(int k, const Words& words) {
+    static_assert(kPacked, "hardact: only packed values are held as words");
+    constexpr int kWords = static_cast<int>(sizeof(Words) / 4);
+    if constexpr (kWords == 4) {
+      storage[4 * k] = words.x, storage[4 * k + 1] = words.y, storage[4 * k + 2] = words.z, storage[4 * k + 3] = words.w;
+    } else if constexpr (kWords == 2) {
+      storage[2 * k] = words.x, storage[2 * k + 1] = words.y;
+    } else {
+      storage[k] = words;
     }
   }
+};
+
+/// How the kernels read a broadcast operand's values for the vectors of one call, chosen by the
+/// dispatch layer once it knows where the vectors start (DeviceBroadcast::choose_access). The
+/// per-vector checks of `general` and the code for the cases they rule out cost more issue slots
+/// than the loads themselves: on the H200 they held bfloat16 BatchNorm rows to 0.73-0.91 of the
+/// copy rate (docs/TUNING.md rows 44-45).
+enum class BroadcastAccess : unsigned char {
+  general,     ///< per vector: one value, contiguous values, or a step per element
+  run,         ///< every vector lies inside one run of `inner` elements: one value
+  contiguous,  ///< inner 1 and every vector inside one period, its values aligned: vector loads
 };
 
 /// Where element i's value is: its offset inside its run of `inner` and its channel (below period);
@@ -261,6 +310,9 @@ struct DeviceBroadcast {
   /// and shift): its element positions serve, so the divisions are done once per vector for both.
   bool located_like_first = false;
 
+  /// How the call's vectors read the values (set by choose_access; general until then).
+  BroadcastAccess access = BroadcastAccess::general;
+
   /// The span, and the base of the last span of the call (so that a vector's steps past the call's
   /// end never index past the values).
   cuda::std::conditional_t<Spanned, FastDivmod, NoSpan> span{};
@@ -272,6 +324,30 @@ struct DeviceBroadcast {
       return span.divisor;
     } else {
       return 0;
+    }
+  }
+
+  /// Elements of one aligned load of contiguous values for a vector of Count elements: the vector,
+  /// or 16 bytes of it (one element where that is more).
+  template <int Count>
+  static constexpr int kContiguousChunk = Count * sizeof(T) <= kMaxAccessBytes ? Count
+                                          : sizeof(T) >= kMaxAccessBytes
+                                              ? 1
+                                              : static_cast<int>(kMaxAccessBytes / sizeof(T));
+
+  /// Picks the access for a call whose vectors of Count elements start at element `begin` and every
+  /// Count elements after it. A run, a period and a span that are whole vectors keep every vector
+  /// inside one run, or one period of one span; contiguous values need their vector loads aligned
+  /// as well.
+  template <int Count>
+  void choose_access(std::size_t begin) {
+    access = BroadcastAccess::general;
+    if (begin % Count != 0) return;
+    if (inner.divisor % Count == 0) {
+      access = BroadcastAccess::run;
+    } else if (inner.divisor == 1 && period.divisor % Count == 0 &&
+               reinterpret_cast<std::uintptr_t>(values) % (sizeof(T) * kContiguousChunk<Count>) == 0) {
+      access = BroadcastAccess::contiguous;
     }
   }
 
@@ -316,10 +392,65 @@ struct DeviceBroadcast {
     load_located<Count>(locate(first), out);
   }
 
-  /// The values for Count consecutive elements, the first at `position` (locate). In the common
-  /// layouts there is no per-element index work at all (measured: a step per element made
-  /// bfloat16 BatchNorm rows instruction-bound at half the copy rate, and per-element loads of a
-  /// last-dimension vector took as many L1 wavefronts as the tile's own data):
+  /// The values for Count consecutive elements, the first at `position` (locate): load_units for
+  /// one vector.
+  template <int Count>
+  __device__ __forceinline__ void load_located(BroadcastPosition position, ValueArray<T, Count>& out) const {
+    const BroadcastPosition positions[1] = {position};
+    ValueArray<T, Count> values[1];
+    load_units<Count, 1>(positions, values);
+    out = values[0];
+  }
+
+  /// The values for Units vectors of Count consecutive elements, the first of vector u at
+  /// positions[u] (locate), by the call's access, decided once for all of them: one load for a
+  /// run, aligned vector loads for contiguous values, and for general access the same two cases
+  /// where a vector allows them, else a step per element.
+  template <int Count, int Units>
+  __device__ __forceinline__ void load_units(const BroadcastPosition (&positions)[Units],
+                                             ValueArray<T, Count> (&out)[Units]) const {
+    if (access == BroadcastAccess::run) {
+#pragma unroll
+      for (int u = 0; u < Units; ++u) {
+        out[u].fill(cub::ThreadLoad<cub::LOAD_LDG>(values + positions[u].base + positions[u].channel));
+      }
+    } else if (access == BroadcastAccess::contiguous) {
+#pragma unroll
+      for (int u = 0; u < Units; ++u) load_aligned<Count>(values + positions[u].base + positions[u].channel, out[u]);
+    } else {
+#pragma unroll
+      for (int u = 0; u < Units; ++u) load_general<Count>(positions[u], out[u]);
+    }
+  }
+
+ private:
+  /// Count values from `source`, aligned to the loads: packed values straight into their words
+  /// (through elements, the compiler took the words apart and put them back together).
+  template <int Count>
+  __device__ __forceinline__ static void load_aligned(const T* source, ValueArray<T, Count>& out) {
+    constexpr int kChunk = kContiguousChunk<Count>;
+    if constexpr (ValueArray<T, Count>::kPacked) {
+      constexpr std::size_t kChunkBytes = sizeof(T) * static_cast<std::size_t>(kChunk);
+      using Words = cuda::std::conditional_t<kChunkBytes == 16, uint4,
+                                             cuda::std::conditional_t<kChunkBytes == 8, uint2, std::uint32_t>>;
+      static_assert(sizeof(Words) == kChunkBytes, "hardact: packed loads are of 4, 8 or 16 bytes");
+#pragma unroll
+      for (int k = 0; k < Count / kChunk; ++k) {
+        out.set_words(k, cub::ThreadLoad<cub::LOAD_LDG>(reinterpret_cast<const Words*>(source) + k));
+      }
+    } else {
+      using Chunk = AlignedVector<T, kChunk>;
+#pragma unroll
+      for (int k = 0; k < Count / kChunk; ++k) {
+        out.set_chunk(k, cub::ThreadLoad<cub::LOAD_LDG>(reinterpret_cast<const Chunk*>(source) + k));
+      }
+    }
+  }
+
+  /// General access. In the common layouts there is still no per-element index work (measured: a
+  /// step per element made bfloat16 BatchNorm rows instruction-bound at half the copy rate, and
+  /// per-element loads of a last-dimension vector took as many L1 wavefronts as the tile's own
+  /// data):
   /// - all in one channel (NCHW-like, inner >= Count): one load;
   /// - consecutive channels without a wrap (channels-last, a row's bias): the values are
   ///   contiguous, loaded 16 bytes at a time when aligned;
@@ -327,15 +458,24 @@ struct DeviceBroadcast {
   /// A run of one channel, and the channels of one period, lie inside one span (a span is a
   /// multiple of inner * period), so only the per-element steps meet a span's end.
   template <int Count>
-  __device__ __forceinline__ void load_located(BroadcastPosition position, ValueArray<T, Count>& out) const {
+  __device__ __forceinline__ void load_general(BroadcastPosition position, ValueArray<T, Count>& out) const {
     const T* span_values = values;
     if constexpr (Spanned) span_values += position.base;
     if (position.offset + Count <= inner.divisor) {
       out.fill(cub::ThreadLoad<cub::LOAD_LDG>(span_values + position.channel));
       return;
     }
+    T loaded[static_cast<std::size_t>(Count)];
     if (inner.divisor == 1 && position.channel + Count <= period.divisor) {
-      load_contiguous<Count>(span_values + position.channel, out);
+      const T* const source = span_values + position.channel;
+      constexpr int kChunk = kContiguousChunk<Count>;
+      if (reinterpret_cast<std::uintptr_t>(source) % sizeof(AlignedVector<T, kChunk>) == 0) {
+        load_aligned<Count>(source, out);
+        return;
+      }
+#pragma unroll
+      for (int j = 0; j < Count; ++j) loaded[j] = cub::ThreadLoad<cub::LOAD_LDG>(source + j);
+      out.set_all(loaded);
       return;
     }
     std::uint64_t index[static_cast<std::size_t>(Count)];
@@ -360,25 +500,8 @@ struct DeviceBroadcast {
       }
     }
 #pragma unroll
-    for (int j = 0; j < Count; ++j) out.set(j, cub::ThreadLoad<cub::LOAD_LDG>(values + index[j]));
-  }
-
- private:
-  template <int Count>
-  __device__ __forceinline__ static void load_contiguous(const T* source, ValueArray<T, Count>& out) {
-    constexpr int kChunk = static_cast<int>(kMaxAccessBytes / sizeof(T));
-    if constexpr (kChunk > 1 && Count % kChunk == 0) {
-      if (reinterpret_cast<std::uintptr_t>(source) % kMaxAccessBytes == 0) {
-        using Chunk = AlignedVector<T, kChunk>;
-#pragma unroll
-        for (int k = 0; k < Count / kChunk; ++k) {
-          out.set_chunk(k, cub::ThreadLoad<cub::LOAD_LDG>(reinterpret_cast<const Chunk*>(source) + k));
-        }
-        return;
-      }
-    }
-#pragma unroll
-    for (int j = 0; j < Count; ++j) out.set(j, cub::ThreadLoad<cub::LOAD_LDG>(source + j));
+    for (int j = 0; j < Count; ++j) loaded[j] = cub::ThreadLoad<cub::LOAD_LDG>(values + index[j]);
+    out.set_all(loaded);
   }
 };
 
@@ -445,6 +568,34 @@ __device__ __forceinline__ cuda::std::tuple<ValueArray<typename D::value_type, C
   (load_one(cuda::std::get<B>(broadcasts), cuda::std::get<B>(loaded), cuda::std::integral_constant<std::size_t, B>{}),
    ...);
   return loaded;
+}
+
+/// Each broadcast operand's values for Units vectors of Count elements, vector u starting at element
+/// firsts[u] (each a vector of the call: the kernels point a thread's vectors past the end at one
+/// inside it, rather than branch around them). The first operand's positions serve every operand
+/// located like it, and each operand's access is decided once for all the vectors.
+template <int Count, int Units, class... D, std::size_t... B>
+__device__ __forceinline__ void load_broadcast_units(
+    const cuda::std::tuple<D...>& broadcasts, const std::size_t (&firsts)[Units],
+    cuda::std::tuple<ValueArray<typename D::value_type, Count>...> (&loaded)[Units], cuda::std::index_sequence<B...>) {
+  BroadcastPosition first_positions[Units];
+#pragma unroll
+  for (int u = 0; u < Units; ++u) first_positions[u] = cuda::std::get<0>(broadcasts).locate(firsts[u]);
+  const auto load_one = [&](const auto& b, auto index) {
+    constexpr std::size_t kIndex = decltype(index)::value;
+    ValueArray<typename cuda::std::remove_reference_t<decltype(b)>::value_type, Count> values[Units];
+    if (kIndex != 0 && !b.located_like_first) {
+      BroadcastPosition positions[Units];
+#pragma unroll
+      for (int u = 0; u < Units; ++u) positions[u] = b.locate(firsts[u]);
+      b.template load_units<Count, Units>(positions, values);
+    } else {
+      b.template load_units<Count, Units>(first_positions, values);
+    }
+#pragma unroll
+    for (int u = 0; u < Units; ++u) cuda::std::get<kIndex>(loaded[u]) = values[u];
+  };
+  (load_one(cuda::std::get<B>(broadcasts), cuda::std::integral_constant<std::size_t, B>{}), ...);
 }
 
 /// Calls the user's policy with its arguments in the order the user gave the operands, when the

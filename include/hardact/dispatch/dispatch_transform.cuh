@@ -155,6 +155,14 @@ int widest_aligned_width(const T*... pointers) {
   }
 }
 
+/// The broadcast operands of a call whose vectors of Count elements start at element `begin`, with
+/// their access chosen for those vectors (DeviceBroadcast::choose_access).
+template <int Count, class... D>
+cuda::std::tuple<D...> with_access(cuda::std::tuple<D...> broadcasts, std::size_t begin) {
+  cuda::std::apply([&](D&... b) { (b.template choose_access<Count>(begin), ...); }, broadcasts);
+  return broadcasts;
+}
+
 /// Cuts [0, n) into head, vectors and tail, sizes the grid and launches.
 template <int Width, class Op, class Broadcasts, class TOut, class... TIn>
 cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, const DeviceProperties& device,
@@ -180,7 +188,7 @@ cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, cons
   config.dynamicSmemBytes = 0;
   config.stream = stream;
   return cudaLaunchKernelEx(&config, direct_transform_kernel<kThreads, Width, kPerThread, Op, Broadcasts, TOut, TIn...>,
-                            op, range, broadcasts, out, in...);
+                            op, range, with_access<Width>(broadcasts, range.head), out, in...);
 }
 
 /// Tries `Width`, then narrower widths, until one lets every pointer be vector-aligned after a
@@ -257,6 +265,7 @@ cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape,
   constexpr int BlockThreads = RequestedBlockThreads > 0 ? RequestedBlockThreads : kStagedBlockThreads<TOut, TIn...>;
   using Tile = StagedTile<BlockThreads, UnitsPerThread, TOut, TIn...>;
   const StagedRange range = staged_range<Tile>(n, static_cast<const TOut*>(out), in...);
+  const Broadcasts located = with_access<static_cast<int>(Tile::kUnit)>(broadcasts, range.staged_begin);
   const std::size_t max_blocks = static_cast<std::size_t>(device.max_grid_dim_x);
   cudaLaunchConfig_t config{};
   config.blockDim = dim3(BlockThreads);
@@ -267,7 +276,7 @@ cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape,
     return cudaLaunchKernelEx(
         &config,
         staged_transform_kernel<BlockThreads, UnitsPerThread, StagedLoop::one_tile, Caching, Op, Broadcasts, TOut, TIn...>,
-        op, range, shape.stages, broadcasts, out, in...);
+        op, range, shape.stages, located, out, in...);
   }
   std::size_t blocks = 0;
   if (shape.tiles_per_block > 0) {
@@ -283,7 +292,7 @@ cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape,
   return cudaLaunchKernelEx(
       &config,
       staged_transform_kernel<BlockThreads, UnitsPerThread, StagedLoop::ring, Caching, Op, Broadcasts, TOut, TIn...>, op,
-      range, shape.stages, broadcasts, out, in...);
+      range, shape.stages, located, out, in...);
 }
 
 /// The whole launch contract: validate, then launch once on `stream`. Returns

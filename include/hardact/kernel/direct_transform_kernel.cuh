@@ -60,13 +60,14 @@ __device__ __forceinline__ void transform_vectors(const Op& op, std::size_t firs
   [[maybe_unused]] cuda::std::tuple<ValueArray<typename D::value_type, Width>...>
       broadcast_values[static_cast<std::size_t>(VectorsPerThread)];
   if constexpr (sizeof...(D) > 0) {
+    // A vector past the call's end reads vector 0's values, unused.
+    std::size_t firsts[static_cast<std::size_t>(VectorsPerThread)];
 #pragma unroll
     for (int k = 0; k < VectorsPerThread; ++k) {
       const std::size_t index = first + static_cast<std::size_t>(k) * BlockThreads;
-      if (Full || index < num_vectors) {
-        broadcast_values[k] = load_broadcasts<Width>(broadcasts, head + index * Width, cuda::std::index_sequence<B...>{});
-      }
+      firsts[k] = head + (Full || index < num_vectors ? index : 0) * Width;
     }
+    load_broadcast_units<Width>(broadcasts, firsts, broadcast_values, cuda::std::index_sequence<B...>{});
   }
 
 #pragma unroll

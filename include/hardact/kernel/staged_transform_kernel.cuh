@@ -83,15 +83,19 @@ struct StagedRange {
   std::size_t num_tiles;
 };
 
+/// A unit of an input from its staging buffer. Values narrower than 32 bits stay in their words
+/// (ValueArray), from which each is taken with a shift: taken from an array of elements, the upper
+/// bfloat16 of each word cost two instructions to widen instead of one (docs/TUNING.md row 45).
 template <class T, int Elements>
-__device__ __forceinline__ AlignedVector<T, Elements> read_staged_unit(const unsigned char* buffer, unsigned shift,
-                                                                       std::size_t unit) {
+__device__ __forceinline__ ValueArray<T, Elements> read_staged_unit(const unsigned char* buffer, unsigned shift,
+                                                                     std::size_t unit) {
   constexpr int kBytes = Elements * static_cast<int>(sizeof(T));
   std::uint32_t words[static_cast<std::size_t>(kBytes / 4)];
   read_shifted_words<kBytes>(buffer, shift, unit, words);
-  AlignedVector<T, Elements> vector;
-  memcpy(&vector, words, kBytes);  // a register-to-register reinterpretation
-  return vector;
+  ValueArray<T, Elements> values;
+  static_assert(sizeof(values.storage) == sizeof(words), "hardact: a unit is whole words");
+  memcpy(values.storage, words, kBytes);  // a register-to-register reinterpretation
+  return values;
 }
 
 /// How the staged kernel uses the caches (a set of flags).
@@ -192,14 +196,15 @@ __device__ __forceinline__ void load_tile_broadcasts(TileBroadcasts<UnitsPerThre
   constexpr std::size_t kBroadcasts = cuda::std::tuple_size_v<Broadcasts>;
   if constexpr (kBroadcasts > 0 && HARDACT_STAGED_BROADCAST_PREFETCH) {
     constexpr int kUnit = kUnitElements<TOut, TIn...>;
+    // A unit past the tile's valid ones reads the tile's first unit's values, unused. Offsets
+    // inside a tile fit 32 bits.
+    std::size_t firsts[static_cast<std::size_t>(UnitsPerThread)];
 #pragma unroll
     for (int u = 0; u < UnitsPerThread; ++u) {
-      const std::size_t unit = static_cast<std::size_t>(u) * BlockThreads + threadIdx.x;
-      if (unit * kUnit < count) {
-        tile.units[u] =
-            load_broadcasts<kUnit>(broadcasts, first + unit * kUnit, cuda::std::make_index_sequence<kBroadcasts>{});
-      }
+      const std::uint32_t offset = (static_cast<std::uint32_t>(u) * BlockThreads + threadIdx.x) * kUnit;
+      firsts[u] = first + (offset < static_cast<std::uint32_t>(count) ? offset : 0u);
     }
+    load_broadcast_units<kUnit>(broadcasts, firsts, tile.units, cuda::std::make_index_sequence<kBroadcasts>{});
   } else {
     (void)tile, (void)broadcasts, (void)first, (void)count;
   }
@@ -221,9 +226,9 @@ __device__ __forceinline__ void transform_staged_tile(const Op& op, const unsign
   using OutVector = AlignedVector<TOut, kUnit>;
 #pragma unroll
   for (int u = 0; u < UnitsPerThread; ++u) {
-    const std::size_t unit = static_cast<std::size_t>(u) * BlockThreads + threadIdx.x;
-    if (unit * kUnit < count) {
-      const cuda::std::tuple<AlignedVector<TIn, kUnit>...> loaded{
+    const std::uint32_t unit = static_cast<std::uint32_t>(u) * BlockThreads + threadIdx.x;  // a tile fits 32 bits
+    if (unit * kUnit < static_cast<std::uint32_t>(count)) {
+      const cuda::std::tuple<ValueArray<TIn, kUnit>...> loaded{
           read_staged_unit<TIn, kUnit>(stage + offsets[I], shifts[I], unit)...};
       OutVector result;
       if constexpr (!HARDACT_STAGED_BROADCAST_PREFETCH && sizeof...(B) > 0) {
@@ -231,12 +236,12 @@ __device__ __forceinline__ void transform_staged_tile(const Op& op, const unsign
 #pragma unroll
         for (int j = 0; j < kUnit; ++j) {
           result.elements[j] =
-              apply_op<TOut>(op, cuda::std::get<I>(loaded).elements[j]..., cuda::std::get<B>(values).get(j)...);
+              apply_op<TOut>(op, cuda::std::get<I>(loaded).get(j)..., cuda::std::get<B>(values).get(j)...);
         }
       } else {
 #pragma unroll
         for (int j = 0; j < kUnit; ++j) {
-          result.elements[j] = apply_op<TOut>(op, cuda::std::get<I>(loaded).elements[j]...,
+          result.elements[j] = apply_op<TOut>(op, cuda::std::get<I>(loaded).get(j)...,
                                               cuda::std::get<B>(tile.units[u]).get(j)...);
         }
       }
