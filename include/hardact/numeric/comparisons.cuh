@@ -24,6 +24,25 @@ __host__ __device__ inline C min_keep_nan(C a, C b) {
   return (b < a) ? b : a;
 }
 
+/// min(max(sum, 0), 6), a NaN giving NaN, for a `sum` that is never -0.0: x + 3 rounded to nearest
+/// (a zero sum of two numbers of opposite sign is +0.0). HardSigmoid's and HardSwish's gate. On the
+/// device, in float, the NaN-propagating max and min instructions: with no -0.0 to order, the
+/// compare-and-select max gives the same value in one instruction more (per element, where
+/// bfloat16 kernels with broadcast operands are instruction-bound: docs/TUNING.md row 45), and
+/// both forms give the canonical NaN (the compiler already made the min that instruction).
+template <class C>
+__host__ __device__ inline C relu6_of_sum(C sum) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (cuda::std::is_same_v<C, float>) {
+    float result;
+    asm("max.NaN.f32 %0, %1, 0f00000000;" : "=f"(result) : "f"(sum));
+    asm("min.NaN.f32 %0, %1, 0f40C00000;" : "=f"(result) : "f"(result));
+    return result;
+  }
+#endif
+  return min_keep_nan(max_keep_nan(sum, C(0)), C(6));
+}
+
 /// Rank of a non-NaN float or double in IEEE total order (-0.0 just below +0.0), from its bits.
 /// Comparisons compiled with flush-to-zero call every subnormal equal to 0; this rank does not.
 template <class C>

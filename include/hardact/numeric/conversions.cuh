@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <cuda/std/bit>
 #include <cuda/std/type_traits>
 
 namespace hardact {
@@ -68,7 +69,12 @@ __host__ __device__ inline To convert(From value) {
   } else if constexpr (cuda::std::is_same_v<From, __half>) {
     return convert<To>(__half2float(value));
   } else if constexpr (cuda::std::is_same_v<From, __nv_bfloat16>) {
-    return convert<To>(__bfloat162float(value));
+    // A bfloat16 is the high half of the float it widens to. Spelled as the shift (what the
+    // device's conversion does), the compiler can fold it into the extraction of a value from a
+    // packed word: one instruction instead of two for the upper value of each pair, where
+    // bfloat16 kernels with broadcast operands are instruction-bound (docs/TUNING.md row 45).
+    return convert<To>(cuda::std::bit_cast<float>(static_cast<unsigned int>(cuda::std::bit_cast<unsigned short>(value))
+                                                  << 16));
   } else if constexpr (detail::is_fp8<From>::value) {
     // Every fp8 value is exact in half, and every half is exact in float.
     return convert<To>(__half2float(__half(__nv_cvt_fp8_to_halfraw(value.__x, detail::kFp8Interpretation<From>))));

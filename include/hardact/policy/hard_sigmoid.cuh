@@ -63,7 +63,7 @@ struct HardSigmoid {
   template <class T>
   __host__ __device__ T operator()(T x) const {
     using C = compute_t<T>;
-    const C relu6 = detail::min_keep_nan(detail::max_keep_nan(to_compute(x) + C(3), C(0)), C(6));
+    const C relu6 = detail::relu6_of_sum(to_compute(x) + C(3));
     if constexpr (cuda::std::is_same_v<C, double>) {
       // A zero dividend sends the device's IEEE division down its slow path, and every input
       // below -3 clamps to zero: return it undivided (0 / 6 is that same zero).

@@ -23,7 +23,7 @@ struct HardSwish {
   __host__ __device__ T operator()(T x) const {
     using C = compute_t<T>;
     const C input = to_compute(x);
-    const C gate = detail::min_keep_nan(detail::max_keep_nan(detail::add_rn(input, C(3)), C(0)), C(6));
+    const C gate = detail::relu6_of_sum(detail::add_rn(input, C(3)));
     const C product = detail::mul_rn(input, gate);
     if constexpr (cuda::std::is_same_v<C, double>) {
       return from_compute<T>(detail::div_rn(product, 6.0));
