@@ -1,6 +1,8 @@
 // The staged path beyond what the per-policy sweeps (which force it at every size and offset)
 // cover: every pipeline depth and resident-block count the shape rule could pick, relatively
-// misaligned one- and two-input and mixed-type calls at each, and capture in a CUDA Graph.
+// misaligned one- and two-input and mixed-type calls at each, calls with broadcast operands at
+// every unit count (4 only they take), and capture in a CUDA Graph.
+#include "support/broadcast_check.hpp"
 #include "support/device.hpp"
 #include "support/device_main.hpp"  // main()
 #include "support/device_family.hpp"
@@ -114,6 +116,34 @@ TEST(DeviceStagedPath, EveryShapeTwoInputsAndMixedTypes) {
     family::check_one_input_on_path<__nv_bfloat16, float>(
         hardact::HardSwish{},
         [](__nv_bfloat16 x) { return family::hard_swish(static_cast<float>(family::value_of(x))); }, narrow);
+    if (HasFatalFailure()) return;
+  }
+}
+
+// Broadcast calls of 16-bit outputs take 4 units per thread: every shape at 1, 2 and 4 units (one-tile
+// blocks and persistent rings), a BatchNorm over NHWC and NCHW (contiguous and run access, and
+// general access where the vectors straddle channels) and a channels-last gate, at every offset
+// class on both paths (a forced 4 does not apply to the direct path, nor to calls without it).
+TEST(DeviceStagedPath, EveryShapeWithBroadcasts) {
+  HARDACT_REQUIRE_DEVICE();
+  using bf16 = __nv_bfloat16;
+  using namespace hardact_test::broadcast;
+  const std::vector<Shape> broadcast_shapes =
+      quick_mode() ? std::vector<Shape>{{4, 0, 0}, {2, 0, 0}, {4, 2, 3}}
+                   : std::vector<Shape>{{4, 0, 0}, {2, 0, 0}, {1, 0, 0}, {4, 1, 1}, {4, 2, 3}, {4, 4, 2}, {2, 4, 2}};
+  const std::size_t n = quick_mode() ? 96 * 56 * 7 + 40 : 96 * 56 * 56 + 40;  // a ragged tail past whole rows
+  const auto batchnorm = hardact::scale_shift_activation(hardact::HardSwish{});
+  for (const Shape shape : broadcast_shapes) {
+    SCOPED_TRACE(describe(shape));
+    const ScopedStagedShape forced(shape);
+    check_call<bf16>(batchnorm, n, full_input<bf16>(n, 9300), channel_input<bf16>(96, 1, 9301),
+                     channel_input<bf16>(96, 1, 9302));
+    check_call<bf16>(batchnorm, n, full_input<bf16>(n, 9303), channel_input<bf16>(96, 56 * 56, 9304),
+                     channel_input<bf16>(96, 56 * 56, 9305));
+    check_call<bf16>(batchnorm, n, full_input<bf16>(n, 9306), channel_input<bf16>(7, 49, 9307),
+                     channel_input<bf16>(7, 49, 9308));
+    check_call<bf16>(hardact::HardSigmoidGate{}, n, full_input<bf16>(n, 9309),
+                     sample_channel_input<bf16>(n, 1, 96, 96 * 56, 9310));
     if (HasFatalFailure()) return;
   }
 }

@@ -77,22 +77,33 @@ TEST(LaunchShape, FewerResidentBlocksGetLargerTiles) {
   EXPECT_EQ((staged_shape<double, double>(kH200).units_per_thread), 2);
 }
 
-TEST(LaunchShape, BroadcastCallsOfSixteenBitOutputsTakeTwoUnits) {
+TEST(LaunchShape, BroadcastCallsOfSixteenBitOutputsTakeMoreUnits) {
   using hardact::detail::DeviceBroadcasts;
   using hardact::detail::kStagedLeastUnitsPerThread;
+  using hardact::detail::kStagedMostUnitsPerThread;
   using hardact::detail::NoBroadcasts;
   using bf16 = __nv_bfloat16;
-  EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<bf16, bf16>, bf16, bf16>), 2);  // a BatchNorm
-  EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<float>, __half, __half>), 2);
+  // One-input calls (128-thread blocks) take 4; two-input ones 2 (a 4-unit tile of theirs would
+  // not fit 48 KiB); float outputs and plain calls keep the rule, and never instantiate 4 units.
+  EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<bf16, bf16>, bf16, bf16>), 4);  // a BatchNorm
+  EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<float>, __half, __half>), 4);
+  EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<bf16>, bf16, bf16, bf16>), 2);  // bias backward
   EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<float, float>, float, float>), 1);
-  EXPECT_EQ((kStagedLeastUnitsPerThread<NoBroadcasts, bf16, bf16>), 1);  // plain calls keep the rule
+  EXPECT_EQ((kStagedLeastUnitsPerThread<NoBroadcasts, bf16, bf16>), 1);
+  EXPECT_EQ((kStagedMostUnitsPerThread<DeviceBroadcasts<bf16, bf16>, bf16, bf16>), 4);
+  EXPECT_EQ((kStagedMostUnitsPerThread<DeviceBroadcasts<bf16>, bf16, bf16, bf16>), 2);
+  EXPECT_EQ((kStagedMostUnitsPerThread<NoBroadcasts, bf16, bf16>), 2);
+  EXPECT_EQ((kStagedMostUnitsPerThread<DeviceBroadcasts<float, float>, float, float>), 2);
   // 16 resident blocks of 2 KiB meet the H100's bytes in flight at one unit; the least wins.
   EXPECT_EQ((staged_shape<bf16, bf16>(kH100).units_per_thread), 1);
-  const StagedShape bf16_batchnorm =
-      staged_shape<bf16, bf16>(kH100, hardact::detail::estimated_residency<bf16, bf16>(kH100), 2);
-  EXPECT_EQ(bf16_batchnorm.units_per_thread, 2);
-  EXPECT_EQ(bf16_batchnorm.tiles_per_block, 1);
-  // A least below one is one; above the largest tile, the largest tile.
+  for (const auto& device : {kH100, kH200}) {
+    const StagedShape bf16_batchnorm =
+        staged_shape<bf16, bf16>(device, hardact::detail::estimated_residency<bf16, bf16>(device), 4, 4);
+    EXPECT_EQ(bf16_batchnorm.units_per_thread, 4);
+    EXPECT_EQ(bf16_batchnorm.tiles_per_block, 1);  // 8 KiB tiles, 16 resident blocks: one-tile blocks
+    EXPECT_EQ(bf16_batchnorm.stages, 1);
+  }
+  // A least below one is one; above the most, the most.
   EXPECT_EQ((staged_shape<bf16, bf16>(kH100, hardact::detail::estimated_residency<bf16, bf16>(kH100), 0)
                  .units_per_thread),
             1);

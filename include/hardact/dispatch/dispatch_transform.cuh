@@ -330,11 +330,17 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
         kMinElementSize<TOut, TIn...>;
     if (staged_path_wanted(device, bytes, direct)) {
       constexpr StagedCaching kCaching = kStagedCaching<TOut, TIn...>;
+      constexpr int kMostUnits = kStagedMostUnitsPerThread<Broadcasts, TOut, TIn...>;
       const StagedShape shape =
           staged_shape<TOut, TIn...>(device, staged_residency<kCaching, Op, Broadcasts, TOut, TIn...>(device),
-                                     kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>);
+                                     kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>, kMostUnits);
       if (choose_path(device, bytes, direct, shape) == TransformPath::staged) {
-        static_assert(kStagedMaxUnitsPerThread == 2, "hardact: dispatch one instantiation per unit count");
+        static_assert(kMostUnits == 2 || kMostUnits == 4, "hardact: dispatch one instantiation per unit count");
+        if constexpr (kMostUnits == 4) {
+          if (shape.units_per_thread == 4) {
+            return launch_staged<4, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
+          }
+        }
         if (shape.units_per_thread == 2) {
           return launch_staged<2, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
         }

@@ -71,8 +71,12 @@ inline constexpr int kStagedBlockThreads = kUnitElements<TOut, TIn...> * (sizeof
 template <class TOut, class... TIn>
 inline constexpr StagedCaching kStagedCaching =
     sizeof(TOut) <= 4 && ((sizeof(TIn) <= 4) && ...) ? StagedCaching::evict_last_in_flight : StagedCaching::plain;
-/// The unit counts per thread the dispatch layer can pick from (each is a kernel instantiation).
-inline constexpr int kStagedMaxUnitsPerThread = 2;
+/// The unit counts per thread the dispatch layer can pick from: 1, 2 and 4, each a kernel
+/// instantiation. 4 only for the calls that take it as their least (kStagedLeastUnitsPerThread), so
+/// that other calls instantiate no such kernel.
+inline constexpr int kStagedMaxUnitsPerThread = 4;
+/// Index of a unit count (1, 2 or 4) in per-count tables.
+__host__ __device__ constexpr int unit_count_index(int units) { return units >= 4 ? 2 : units - 1; }
 /// The latency Little's law multiplies the bandwidth by: bytes in flight = bandwidth x latency.
 /// 1.3 us (a DRAM round trip under load) puts 32 KiB per multiprocessor on an H100 and 48 KiB on an
 /// H200, where the probes of docs/TUNING.md found each card's best tile (2 and 4 KiB x 16 blocks).
@@ -127,18 +131,33 @@ inline constexpr std::size_t kStagedSizedTileBytes =
         ? StagedTileOf<1, TOut, TIn...>::kLoadedBytes
         : StagedTileOf<1, TOut, TIn...>::kStreamBytes;
 
-/// The fewest units per thread of a staged call with broadcast operands: two when a unit holds 8 or
-/// more elements (16-bit outputs). Such a tile does more work per byte (the values' positions, a
-/// multiply-add per element), and one unit per thread, which Little's law alone allows there, ran
-/// bfloat16 bias, BatchNorm and gate rows 0.6-14% slower than two on the H100; float rows run as
-/// fast or faster with one (TUNING.md row 39).
+#ifndef HARDACT_STAGED_BROADCAST_UNITS  // a tuning knob (docs/TUNING.md row 45): 2 or 4
+#define HARDACT_STAGED_BROADCAST_UNITS 4
+#endif
+
+/// The fewest units per thread of a staged call with broadcast operands whose unit holds 8 or more
+/// elements (16-bit outputs): 4 for one-input calls (128-thread blocks), 2 for two-input ones,
+/// whose 4-unit tiles would not fit 48 KiB of shared memory. Such a tile does more work per byte
+/// (the values' positions, a multiply-add per element), and its kernel runs out of instruction
+/// issue before memory bandwidth where units are few: one unit per thread, which Little's law alone
+/// allows, ran bfloat16 bias, BatchNorm and gate rows 0.6-14% slower than two on the H100 (row 39);
+/// on the H200 two ran bfloat16 BatchNorm rows at 0.96 of the copy, four at 1.00, each thread's
+/// fixed work (the tile's setup, its wait, the release of its L2 lines) spread over twice the
+/// elements (row 45). Float rows run as fast or faster with one (row 39).
 template <class Broadcasts, class TOut, class... TIn>
 inline constexpr int kStagedLeastUnitsPerThread =
-    cuda::std::tuple_size_v<Broadcasts> != 0 && kUnitElements<TOut, TIn...> >= 8 ? 2 : 1;
+    cuda::std::tuple_size_v<Broadcasts> == 0 || kUnitElements<TOut, TIn...> < 8 ? 1
+    : kStagedBlockThreads<TOut, TIn...> == 128                                  ? HARDACT_STAGED_BROADCAST_UNITS
+                                                                                : 2;
+/// The most units per thread a call may take: 2, or its least where that is more.
+template <class Broadcasts, class TOut, class... TIn>
+inline constexpr int kStagedMostUnitsPerThread = std::max(2, kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>);
+static_assert(HARDACT_STAGED_BROADCAST_UNITS == 2 || HARDACT_STAGED_BROADCAST_UNITS == 4,
+              "hardact: HARDACT_STAGED_BROADCAST_UNITS must be 2 or 4");
 
 /// How the staged kernel is launched.
 struct StagedShape {
-  int units_per_thread = 1;           ///< 1 .. kStagedMaxUnitsPerThread
+  int units_per_thread = 1;           ///< 1, 2 or 4 (kStagedMaxUnitsPerThread)
   int tiles_per_block = 0;            ///< 1: a grid of one-tile blocks; 0: persistent grid
   int blocks_per_multiprocessor = 0;  ///< persistent grid only
   int stages = 0;                     ///< tiles in flight per block; 0: the staged kernel does not fit
@@ -151,12 +170,21 @@ inline double bytes_in_flight_per_multiprocessor(const DeviceProperties& device)
   return bandwidth / sms * kLoadedMemoryLatencySeconds;
 }
 
-/// Stages of `Tile` that fit `per_block` bytes of shared memory (at most kMaxStages).
-template <class Tile>
-int stages_fitting(std::size_t per_block) {
+/// Shared memory of `stages` stages of the tile of `units` units per thread (1, 2 or 4).
+template <class TOut, class... TIn>
+std::size_t staged_shared_memory_bytes(int units, int stages) {
+  if (units >= 4) return StagedTileOf<4, TOut, TIn...>::shared_memory_bytes(stages);
+  if (units == 2) return StagedTileOf<2, TOut, TIn...>::shared_memory_bytes(stages);
+  return StagedTileOf<1, TOut, TIn...>::shared_memory_bytes(stages);
+}
+
+/// Stages of the tile of `units` units that fit `per_block` bytes of shared memory (at most
+/// kMaxStages).
+template <class TOut, class... TIn>
+int stages_fitting(int units, std::size_t per_block) {
   if (per_block > kDefaultSharedMemoryPerBlock) per_block = kDefaultSharedMemoryPerBlock;
   int fitting = 0;
-  while (fitting < kMaxStages && Tile::shared_memory_bytes(fitting + 1) <= per_block) ++fitting;
+  while (fitting < kMaxStages && staged_shared_memory_bytes<TOut, TIn...>(units, fitting + 1) <= per_block) ++fitting;
   return fitting;
 }
 
@@ -170,20 +198,20 @@ int resident_one_tile_blocks(const DeviceProperties& device) {
   return static_cast<int>(std::min({by_threads, static_cast<std::size_t>(device.max_blocks_per_multiprocessor), by_shared}));
 }
 
-/// One-tile blocks of the staged kernel resident per multiprocessor, for each unit count.
+/// One-tile blocks of the staged kernel resident per multiprocessor, for each unit count (1, 2, 4).
 struct StagedResidency {
-  int blocks[kStagedMaxUnitsPerThread] = {};
-  int of(int units) const { return blocks[units - 1]; }
+  int blocks[3] = {};
+  int of(int units) const { return blocks[unit_count_index(units)]; }
 };
 
 /// The residency threads, shared memory and the block limit allow: what the rule falls back on
 /// when the runtime cannot be asked, and what host tests give it.
 template <class TOut, class... TIn>
 StagedResidency estimated_residency(const DeviceProperties& device) {
-  static_assert(kStagedMaxUnitsPerThread == 2, "hardact: one entry per unit count");
   StagedResidency residency;
   residency.blocks[0] = resident_one_tile_blocks<StagedTileOf<1, TOut, TIn...>>(device);
   residency.blocks[1] = resident_one_tile_blocks<StagedTileOf<2, TOut, TIn...>>(device);
+  residency.blocks[2] = resident_one_tile_blocks<StagedTileOf<4, TOut, TIn...>>(device);
   return residency;
 }
 
@@ -222,18 +250,25 @@ StagedResidency staged_residency(const DeviceProperties& device) {
       resident_one_tile_kernel_blocks<1, Caching, Op, Broadcasts, TOut, TIn...>(device, residency.blocks[0]);
   residency.blocks[1] =
       resident_one_tile_kernel_blocks<2, Caching, Op, Broadcasts, TOut, TIn...>(device, residency.blocks[1]);
+  if constexpr (kStagedMostUnitsPerThread<Broadcasts, TOut, TIn...> >= 4) {
+    residency.blocks[2] =
+        resident_one_tile_kernel_blocks<4, Caching, Op, Broadcasts, TOut, TIn...>(device, residency.blocks[2]);
+  }
   return residency;
 }
 
 /// The staged kernel's shape on `device`: one-tile blocks, as many resident per multiprocessor as
 /// `residency` says, each with its tile in flight, with the smallest tile (units per thread, a
-/// power of two, at least `least_units`) whose resident blocks hold kStagedInFlightShare of what
-/// Little's law asks for. A tile counts kStagedSizedTileBytes. Measured (rows 19 and 22): a larger
-/// tile than needed costs ~1% on the H100, a smaller one 7-10% on the H200. If even the largest tile holds less than half
-/// of it, a persistent grid whose blocks each keep stages - 1 tiles in flight while computing one.
+/// power of two from `least_units` to `most_units`, 2 or 4) whose resident blocks hold
+/// kStagedInFlightShare of what Little's law asks for. A tile counts kStagedSizedTileBytes.
+/// Measured (rows 19 and 22): a larger tile than needed costs ~1% on the H100, a smaller one 7-10%
+/// on the H200. If even the largest tile holds less than half of it, a persistent grid whose blocks
+/// each keep stages - 1 tiles in flight while computing one. A forced unit count (TransformTuning)
+/// counts if it is 1, 2 or 4 and at most `most_units`.
 template <class TOut, class... TIn>
-StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& residency, int least_units = 1) {
-  using Largest = StagedTileOf<kStagedMaxUnitsPerThread, TOut, TIn...>;
+StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& residency, int least_units = 1,
+                         int most_units = 2) {
+  most_units = most_units >= 4 ? 4 : 2;
   const TransformTuning& tuning = transform_tuning();
   const int forced_units = tuning.staged_units_per_thread.load(std::memory_order_relaxed);
   const int forced_blocks = tuning.staged_blocks_per_multiprocessor.load(std::memory_order_relaxed);
@@ -246,13 +281,14 @@ StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& 
            static_cast<double>(kStagedSizedTileBytes<TOut, TIn...>);
   };
   if (residency.of(1) == 0) return shape;
-  int units = std::clamp(least_units, 1, kStagedMaxUnitsPerThread);
-  while (units < kStagedMaxUnitsPerThread && held(units) < kStagedInFlightShare * in_flight) units *= 2;
-  if (forced_units >= 1 && forced_units <= kStagedMaxUnitsPerThread) units = forced_units;
+  int units = least_units >= 4 ? 4 : least_units >= 2 ? 2 : 1;
+  if (units > most_units) units = most_units;
+  while (units < most_units && held(units) < kStagedInFlightShare * in_flight) units *= 2;
+  if ((forced_units == 1 || forced_units == 2 || forced_units == 4) && forced_units <= most_units) units = forced_units;
   shape.units_per_thread = units;
 
   if (forced_blocks == 0 && forced_stages == 0 && held(units) >= in_flight / 2 &&
-      Largest::shared_memory_bytes(1) <= kDefaultSharedMemoryPerBlock) {
+      staged_shared_memory_bytes<TOut, TIn...>(most_units, 1) <= kDefaultSharedMemoryPerBlock) {
     shape.tiles_per_block = 1;
     shape.stages = 1;
     return shape;
@@ -261,7 +297,8 @@ StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& 
   shape.blocks_per_multiprocessor = forced_blocks > 0 ? forced_blocks : kStagedPersistentBlocksPerMultiprocessor;
   const std::size_t per_multiprocessor = static_cast<std::size_t>(device.shared_memory_per_multiprocessor) /
                                          static_cast<std::size_t>(shape.blocks_per_multiprocessor);
-  const int fitting = stages_fitting<Largest>(
+  const int fitting = stages_fitting<TOut, TIn...>(
+      most_units,
       per_multiprocessor > kReservedSharedMemoryPerBlock ? per_multiprocessor - kReservedSharedMemoryPerBlock : 0);
   if (forced_stages > 0) {
     shape.stages = forced_stages <= fitting ? forced_stages : 0;

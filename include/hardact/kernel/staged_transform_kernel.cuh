@@ -280,14 +280,29 @@ __device__ __forceinline__ void issue_tile(unsigned char* stage, const std::size
   }
 }
 
+/// The most L2 lines a tile's granule window of any input touches.
+template <std::size_t TileElements, class... TIn>
+inline constexpr std::size_t kTileWindowLines =
+    (TileElements * std::max({sizeof(TIn)...}) + 2 * kBulkCopyGranule + kL2LineBytes - 1) / kL2LineBytes + 1;
+
 /// Once a tile has landed: the block's threads return its lines to normal L2 priority, if the
 /// copies marked them evict-last. Lines left marked after the call stay in the L2 set-aside for
 /// persisting accesses, where the next kernel cannot use them: a kernel re-reading 24 MB ran 0.7-6%
 /// slower after such a call than after plain copies, and as fast after this one (TUNING.md row 32).
-template <int BlockThreads, StagedCaching Caching, class TOut, class... TIn, std::size_t... I>
+/// With SkipIdle (calls with broadcast operands, whose kernels run short of instruction issue on the
+/// H200), threads from kTileWindowLines on, which have no line to release, skip the window
+/// arithmetic: 40 instructions per thread, 2.5 per bfloat16 element of a two-unit tile. Other calls
+/// keep every thread on it: skipping ran two-input bfloat16 calls 0.4-0.9% slower there
+/// (TUNING.md row 45).
+template <int BlockThreads, std::size_t TileElements, bool SkipIdle, StagedCaching Caching, class TOut, class... TIn,
+          std::size_t... I>
 __device__ __forceinline__ void release_tile_lines(const StagedRange& range, std::size_t first, std::size_t count,
                                                    cuda::std::index_sequence<I...>, const TIn*... in) {
   if constexpr (caching_has(Caching, StagedCaching::evict_last_in_flight)) {
+    constexpr std::size_t kLines = kTileWindowLines<TileElements, TIn...>;
+    if constexpr (SkipIdle && kLines < static_cast<std::size_t>(BlockThreads)) {
+      if (threadIdx.x >= kLines) return;
+    }
     const auto release = [&](auto input, const auto* pointer) {
       constexpr std::size_t kInput = decltype(input)::value;
       constexpr std::size_t kMarked = evict_last_unit_bytes<kInput, TOut, TIn...>();
@@ -339,6 +354,7 @@ __global__ void __launch_bounds__(BlockThreads)
   constexpr auto kBroadcastIndexes = cuda::std::make_index_sequence<cuda::std::tuple_size_v<Broadcasts>>{};
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using Tile = StagedTile<BlockThreads, UnitsPerThread, TOut, TIn...>;
+  constexpr bool kHasBroadcasts = cuda::std::tuple_size_v<Broadcasts> != 0;
   using Inputs = cuda::std::index_sequence_for<TIn...>;
   extern __shared__ __align__(128) unsigned char staging[];
   std::uint64_t* const barriers = reinterpret_cast<std::uint64_t*>(staging);
@@ -368,7 +384,8 @@ __global__ void __launch_bounds__(BlockThreads)
     TileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...> tile;
     load_tile_broadcasts<BlockThreads>(tile, broadcasts, first, tile_count(first));
     wait_stage_barrier(&barriers[0], 0);
-    release_tile_lines<BlockThreads, Caching, TOut>(range, first, tile_count(first), Inputs{}, in...);
+    release_tile_lines<BlockThreads, Tile::kElements, kHasBroadcasts, Caching, TOut>(
+        range, first, tile_count(first), Inputs{}, in...);
     transform_staged_tile<BlockThreads, UnitsPerThread, Caching, Op, Broadcasts, TOut, TIn...>(
         op, stages_base, offsets, shifts, tile_count(first), tile, broadcasts, first, out + first, Inputs{},
         kBroadcastIndexes);
@@ -398,7 +415,8 @@ __global__ void __launch_bounds__(BlockThreads)
       TileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...> tile;
       load_tile_broadcasts<BlockThreads>(tile, broadcasts, first, tile_count(first));
       wait_stage_barrier(&barriers[stage], phase);
-      release_tile_lines<BlockThreads, Caching, TOut>(range, first, tile_count(first), Inputs{}, in...);
+      release_tile_lines<BlockThreads, Tile::kElements, kHasBroadcasts, Caching, TOut>(
+          range, first, tile_count(first), Inputs{}, in...);
       transform_staged_tile<BlockThreads, UnitsPerThread, Caching, Op, Broadcasts, TOut, TIn...>(
           op, stage_data, offsets, shifts, tile_count(first), tile, broadcasts, first, out + first, Inputs{},
           kBroadcastIndexes);
