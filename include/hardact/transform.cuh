@@ -48,8 +48,9 @@ cudaError_t transform(Op op, const TIn* in, TOut* out, std::size_t n, cudaStream
 /// per_channel(bias, columns), y, n)` is hardswish(x + bias) over a row-major [rows, columns]
 /// array; or a hardact::SampleBroadcast, values[(i / inner) % period + period * (i / span)]:
 /// `transform(HardSigmoidGate{}, x, per_sample_channel(gate, C, H * W), y, n)` gates a
-/// channels-last [N, H, W, C] tensor by one value per (n, c). At least one input is full-length. The policy gets one value per input, in this order,
-/// in the output's type when every input has it, else in the common compute type (rounded once).
+/// channels-last [N, H, W, C] tensor by one value per (n, c). At least one input is full-length.
+/// The policy gets one value per input, in this order, in the output's type when every input has
+/// it, else in the common compute type (rounded once).
 /// Same contract as the one-input overload; out may equal a full-length input, full-length inputs
 /// may overlap each other freely. A broadcast also returns cudaErrorInvalidValue, nothing
 /// launched, for a null or misaligned `values`, `inner` or `period` 0, values inside the output,
