@@ -406,20 +406,22 @@ struct DeviceBroadcast {
   /// positions[u] (locate), by the call's access, decided once for all of them: one load for a
   /// run, aligned vector loads for contiguous values, and for general access the same two cases
   /// where a vector allows them, else a step per element.
-  template <int Count, int Units>
+  template <int Count, std::size_t Units>
   __device__ __forceinline__ void load_units(const BroadcastPosition (&positions)[Units],
                                              ValueArray<T, Count> (&out)[Units]) const {
     if (access == BroadcastAccess::run) {
 #pragma unroll
-      for (int u = 0; u < Units; ++u) {
+      for (std::size_t u = 0; u < Units; ++u) {
         out[u].fill(cub::ThreadLoad<cub::LOAD_LDG>(values + positions[u].base + positions[u].channel));
       }
     } else if (access == BroadcastAccess::contiguous) {
 #pragma unroll
-      for (int u = 0; u < Units; ++u) load_aligned<Count>(values + positions[u].base + positions[u].channel, out[u]);
+      for (std::size_t u = 0; u < Units; ++u) {
+        load_aligned<Count>(values + positions[u].base + positions[u].channel, out[u]);
+      }
     } else {
 #pragma unroll
-      for (int u = 0; u < Units; ++u) load_general<Count>(positions[u], out[u]);
+      for (std::size_t u = 0; u < Units; ++u) load_general<Count>(positions[u], out[u]);
     }
   }
 
@@ -574,26 +576,26 @@ __device__ __forceinline__ cuda::std::tuple<ValueArray<typename D::value_type, C
 /// firsts[u] (each a vector of the call: the kernels point a thread's vectors past the end at one
 /// inside it, rather than branch around them). The first operand's positions serve every operand
 /// located like it, and each operand's access is decided once for all the vectors.
-template <int Count, int Units, class... D, std::size_t... B>
+template <int Count, std::size_t Units, class... D, std::size_t... B>
 __device__ __forceinline__ void load_broadcast_units(
     const cuda::std::tuple<D...>& broadcasts, const std::size_t (&firsts)[Units],
     cuda::std::tuple<ValueArray<typename D::value_type, Count>...> (&loaded)[Units], cuda::std::index_sequence<B...>) {
   BroadcastPosition first_positions[Units];
 #pragma unroll
-  for (int u = 0; u < Units; ++u) first_positions[u] = cuda::std::get<0>(broadcasts).locate(firsts[u]);
+  for (std::size_t u = 0; u < Units; ++u) first_positions[u] = cuda::std::get<0>(broadcasts).locate(firsts[u]);
   const auto load_one = [&](const auto& b, auto index) {
     constexpr std::size_t kIndex = decltype(index)::value;
     ValueArray<typename cuda::std::remove_reference_t<decltype(b)>::value_type, Count> values[Units];
     if (kIndex != 0 && !b.located_like_first) {
       BroadcastPosition positions[Units];
 #pragma unroll
-      for (int u = 0; u < Units; ++u) positions[u] = b.locate(firsts[u]);
+      for (std::size_t u = 0; u < Units; ++u) positions[u] = b.locate(firsts[u]);
       b.template load_units<Count, Units>(positions, values);
     } else {
       b.template load_units<Count, Units>(first_positions, values);
     }
 #pragma unroll
-    for (int u = 0; u < Units; ++u) cuda::std::get<kIndex>(loaded[u]) = values[u];
+    for (std::size_t u = 0; u < Units; ++u) cuda::std::get<kIndex>(loaded[u]) = values[u];
   };
   (load_one(cuda::std::get<B>(broadcasts), cuda::std::integral_constant<std::size_t, B>{}), ...);
 }
