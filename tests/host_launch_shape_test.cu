@@ -112,6 +112,21 @@ TEST(LaunchShape, BroadcastCallsOfSixteenBitOutputsTakeMoreUnits) {
             2);
 }
 
+TEST(LaunchShape, BroadcastValuesBeyondWhatAThreadHoldsAcrossTheWaitLoadAfterIt) {
+  using hardact::detail::DeviceBroadcasts;
+  using hardact::detail::kPrefetchTileBroadcasts;
+  using hardact::detail::NoBroadcasts;
+  using bf16 = __nv_bfloat16;
+  // 128 bytes per thread at most: bfloat16 scale and shift for four units, float ones for two.
+  EXPECT_TRUE((kPrefetchTileBroadcasts<4, DeviceBroadcasts<bf16, bf16>, bf16, bf16>));
+  EXPECT_TRUE((kPrefetchTileBroadcasts<2, DeviceBroadcasts<float, float>, bf16, bf16>));
+  EXPECT_TRUE((kPrefetchTileBroadcasts<4, DeviceBroadcasts<float>, bf16, bf16>));
+  EXPECT_TRUE((kPrefetchTileBroadcasts<2, DeviceBroadcasts<double, double>, float, float>));
+  EXPECT_FALSE((kPrefetchTileBroadcasts<4, DeviceBroadcasts<float, float>, bf16, bf16>));  // PyTorch's BatchNorm
+  EXPECT_FALSE((kPrefetchTileBroadcasts<4, DeviceBroadcasts<float, float>, __half, __half>));
+  EXPECT_FALSE((kPrefetchTileBroadcasts<1, NoBroadcasts, bf16, bf16>));  // nothing to load
+}
+
 TEST(LaunchShape, UnitIsOneSixteenByteStoreOfTheOutput) {
   using hardact::detail::kUnitElements;
   EXPECT_EQ((kUnitElements<float, float>), 4);

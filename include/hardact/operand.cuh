@@ -556,22 +556,6 @@ void share_locations(cuda::std::tuple<D...>& broadcasts, cuda::std::index_sequen
   (mark(cuda::std::get<B>(broadcasts)), ...);
 }
 
-/// Each broadcast operand's values for elements first .. first + Count - 1.
-template <int Count, class... D, std::size_t... B>
-__device__ __forceinline__ cuda::std::tuple<ValueArray<typename D::value_type, Count>...> load_broadcasts(
-    const cuda::std::tuple<D...>& broadcasts, std::size_t first, cuda::std::index_sequence<B...>) {
-  cuda::std::tuple<ValueArray<typename D::value_type, Count>...> loaded;
-  const BroadcastPosition first_position = cuda::std::get<0>(broadcasts).locate(first);
-  const auto load_one = [&](const auto& b, auto& values, auto index) {
-    BroadcastPosition position = first_position;
-    if (decltype(index)::value != 0 && !b.located_like_first) position = b.locate(first);
-    b.template load_located<Count>(position, values);
-  };
-  (load_one(cuda::std::get<B>(broadcasts), cuda::std::get<B>(loaded), cuda::std::integral_constant<std::size_t, B>{}),
-   ...);
-  return loaded;
-}
-
 /// Each broadcast operand's values for Units vectors of Count elements, vector u starting at element
 /// firsts[u] (each a vector of the call: the kernels point a thread's vectors past the end at one
 /// inside it, rather than branch around them). The first operand's positions serve every operand
@@ -598,6 +582,17 @@ __device__ __forceinline__ void load_broadcast_units(
     for (std::size_t u = 0; u < Units; ++u) cuda::std::get<kIndex>(loaded[u]) = values[u];
   };
   (load_one(cuda::std::get<B>(broadcasts), cuda::std::integral_constant<std::size_t, B>{}), ...);
+}
+
+/// Each broadcast operand's values for elements first .. first + Count - 1: load_broadcast_units
+/// for one vector.
+template <int Count, class... D, std::size_t... B>
+__device__ __forceinline__ cuda::std::tuple<ValueArray<typename D::value_type, Count>...> load_broadcasts(
+    const cuda::std::tuple<D...>& broadcasts, std::size_t first, cuda::std::index_sequence<B...> operands) {
+  const std::size_t firsts[1] = {first};
+  cuda::std::tuple<ValueArray<typename D::value_type, Count>...> loaded[1];
+  load_broadcast_units<Count>(broadcasts, firsts, loaded, operands);
+  return loaded[0];
 }
 
 /// Calls the user's policy with its arguments in the order the user gave the operands, when the

@@ -174,10 +174,6 @@ __device__ __forceinline__ void buffer_offsets(std::size_t (&offsets)[sizeof...(
   ((offsets[I] = offset, offset += sizes[I]), ...);
 }
 
-#ifndef HARDACT_STAGED_BROADCAST_PREFETCH
-#define HARDACT_STAGED_BROADCAST_PREFETCH 1
-#endif
-
 /// A thread's broadcast values for each of its units of a tile (an empty tuple per unit when the
 /// call has no broadcast operand).
 template <int UnitsPerThread, class Broadcasts, class TOut, class... TIn>
@@ -185,16 +181,31 @@ struct TileBroadcasts {
   typename broadcast_values<kUnitElements<TOut, TIn...>, Broadcasts>::type units[static_cast<std::size_t>(UnitsPerThread)];
 };
 
+#ifndef HARDACT_STAGED_PREFETCHED_BROADCAST_BYTES  // a tuning knob (docs/TUNING.md row 46)
+#define HARDACT_STAGED_PREFETCHED_BROADCAST_BYTES 128
+#endif
+
+/// Whether a thread loads its broadcast values for a tile while the tile's bulk copies are in
+/// flight (load_tile_broadcasts), holding them in registers across the wait, or unit by unit once
+/// the tile has landed. Before the wait they cost no latency: loaded after it, the L1/L2 latency
+/// came on top of every tile's wait, and bfloat16 bias and gate rows ran 5-7% slower on the H100
+/// (TUNING.md row 38). But held across the wait, more than 128 bytes of them (32 registers: float
+/// scale and shift for four 8-element units of bfloat16) took the BatchNorm kernel to 91
+/// registers, 5 resident blocks of the 7 an H200 needs: 0.875 of the copy there, 0.975 with the
+/// values loaded after the wait. The H100, for which 5 blocks are enough, lost 1% (1.006 -> 0.993;
+/// row 46).
+template <int UnitsPerThread, class Broadcasts, class TOut, class... TIn>
+inline constexpr bool kPrefetchTileBroadcasts =
+    cuda::std::tuple_size_v<Broadcasts> > 0 &&
+    sizeof(TileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...>) <= HARDACT_STAGED_PREFETCHED_BROADCAST_BYTES;
+
 /// Loads a thread's broadcast values for the tile starting at element `first` (count elements
-/// valid). Called while the tile's bulk copies are in flight: loaded after them, the values' L1/L2
-/// latency came on top of every tile's wait (measured slower than the direct path, which loads them
-/// with its inputs).
+/// valid), if kPrefetchTileBroadcasts: called while the tile's bulk copies are in flight.
 template <int BlockThreads, int UnitsPerThread, class Broadcasts, class TOut, class... TIn>
 __device__ __forceinline__ void load_tile_broadcasts(TileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...>& tile,
                                                      const Broadcasts& broadcasts, std::size_t first,
                                                      std::size_t count) {
-  constexpr std::size_t kBroadcasts = cuda::std::tuple_size_v<Broadcasts>;
-  if constexpr (kBroadcasts > 0 && HARDACT_STAGED_BROADCAST_PREFETCH) {
+  if constexpr (kPrefetchTileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...>) {
     constexpr int kUnit = kUnitElements<TOut, TIn...>;
     // A unit past the tile's valid ones reads the tile's first unit's values, unused. Offsets
     // inside a tile fit 32 bits.
@@ -204,14 +215,15 @@ __device__ __forceinline__ void load_tile_broadcasts(TileBroadcasts<UnitsPerThre
       const std::uint32_t offset = (static_cast<std::uint32_t>(u) * BlockThreads + threadIdx.x) * kUnit;
       firsts[u] = first + (offset < static_cast<std::uint32_t>(count) ? offset : 0u);
     }
-    load_broadcast_units<kUnit>(broadcasts, firsts, tile.units, cuda::std::make_index_sequence<kBroadcasts>{});
+    load_broadcast_units<kUnit>(broadcasts, firsts, tile.units,
+                                cuda::std::make_index_sequence<cuda::std::tuple_size_v<Broadcasts>>{});
   } else {
     (void)tile, (void)broadcasts, (void)first, (void)count;
   }
 }
 
 /// Elements one thread computes from a staged tile. `count` elements of the tile are valid; `tile`
-/// holds the thread's broadcast values (load_tile_broadcasts).
+/// holds the thread's broadcast values if they were prefetched (load_tile_broadcasts).
 template <int BlockThreads, int UnitsPerThread, StagedCaching Caching, class Op, class Broadcasts, class TOut,
           class... TIn, std::size_t... I, std::size_t... B>
 __device__ __forceinline__ void transform_staged_tile(const Op& op, const unsigned char* stage,
@@ -231,7 +243,7 @@ __device__ __forceinline__ void transform_staged_tile(const Op& op, const unsign
       const cuda::std::tuple<ValueArray<TIn, kUnit>...> loaded{
           read_staged_unit<TIn, kUnit>(stage + offsets[I], shifts[I], unit)...};
       OutVector result;
-      if constexpr (!HARDACT_STAGED_BROADCAST_PREFETCH && sizeof...(B) > 0) {
+      if constexpr (sizeof...(B) > 0 && !kPrefetchTileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...>) {
         const auto values = load_broadcasts<kUnit>(broadcasts, first + unit * kUnit, cuda::std::index_sequence<B...>{});
 #pragma unroll
         for (int j = 0; j < kUnit; ++j) {
