@@ -144,14 +144,17 @@ TEST(DeviceStagedPath, EveryShapeWithBroadcasts) {
                      channel_input<bf16>(7, 49, 9308));
     check_call<bf16>(hardact::HardSigmoidGate{}, n, full_input<bf16>(n, 9309),
                      sample_channel_input<bf16>(n, 1, 96, 96 * 56, 9310));
-    // float scale and shift, as PyTorch keeps them: four units' values are more than a thread
-    // holds across the tile's wait, so they load after it (kPrefetchTileBroadcasts).
+    // float scale and shift, as PyTorch keeps them: a unit's values are all a thread holds across
+    // the tile's wait, so the other units' load after it, one unit at a time (the bfloat16 ones
+    // above, and a float gate, two at a time: kPrefetchedBroadcastUnits).
     check_call<bf16>(batchnorm, n, full_input<bf16>(n, 9311), channel_input<float>(96, 1, 9312),
                      channel_input<float>(96, 1, 9313));
     check_call<bf16>(batchnorm, n, full_input<bf16>(n, 9314), channel_input<float>(96, 56 * 56, 9315),
                      channel_input<float>(96, 56 * 56, 9316));
     check_call<bf16>(batchnorm, n, full_input<bf16>(n, 9317), channel_input<float>(7, 49, 9318),
                      channel_input<float>(7, 49, 9319));
+    check_call<bf16>(hardact::HardSigmoidGate{}, n, full_input<bf16>(n, 9320),
+                     sample_channel_input<float>(n, 1, 96, 96 * 56, 9321));
     if (HasFatalFailure()) return;
   }
 }

@@ -114,17 +114,20 @@ TEST(LaunchShape, BroadcastCallsOfSixteenBitOutputsTakeMoreUnits) {
 
 TEST(LaunchShape, BroadcastValuesBeyondWhatAThreadHoldsAcrossTheWaitLoadAfterIt) {
   using hardact::detail::DeviceBroadcasts;
-  using hardact::detail::kPrefetchTileBroadcasts;
+  using hardact::detail::kPrefetchedBroadcastUnits;
   using hardact::detail::NoBroadcasts;
   using bf16 = __nv_bfloat16;
-  // 128 bytes per thread at most: bfloat16 scale and shift for four units, float ones for two.
-  EXPECT_TRUE((kPrefetchTileBroadcasts<4, DeviceBroadcasts<bf16, bf16>, bf16, bf16>));
-  EXPECT_TRUE((kPrefetchTileBroadcasts<2, DeviceBroadcasts<float, float>, bf16, bf16>));
-  EXPECT_TRUE((kPrefetchTileBroadcasts<4, DeviceBroadcasts<float>, bf16, bf16>));
-  EXPECT_TRUE((kPrefetchTileBroadcasts<2, DeviceBroadcasts<double, double>, float, float>));
-  EXPECT_FALSE((kPrefetchTileBroadcasts<4, DeviceBroadcasts<float, float>, bf16, bf16>));  // PyTorch's BatchNorm
-  EXPECT_FALSE((kPrefetchTileBroadcasts<4, DeviceBroadcasts<float, float>, __half, __half>));
-  EXPECT_FALSE((kPrefetchTileBroadcasts<1, NoBroadcasts, bf16, bf16>));  // nothing to load
+  // Units whose values a thread holds across the tile's wait: the most, a power of two, within 64
+  // bytes; at least one.
+  EXPECT_EQ((kPrefetchedBroadcastUnits<4, DeviceBroadcasts<bf16>, bf16, bf16>), 4);  // 16 bytes a unit
+  EXPECT_EQ((kPrefetchedBroadcastUnits<4, DeviceBroadcasts<bf16, bf16>, bf16, bf16>), 2);
+  EXPECT_EQ((kPrefetchedBroadcastUnits<4, DeviceBroadcasts<float>, bf16, bf16>), 2);
+  EXPECT_EQ((kPrefetchedBroadcastUnits<4, DeviceBroadcasts<float, float>, bf16, bf16>), 1);  // PyTorch's BatchNorm
+  EXPECT_EQ((kPrefetchedBroadcastUnits<4, DeviceBroadcasts<float, float>, __half, __half>), 1);
+  EXPECT_EQ((kPrefetchedBroadcastUnits<2, DeviceBroadcasts<float, float>, float, float>), 2);  // 32 bytes a unit
+  EXPECT_EQ((kPrefetchedBroadcastUnits<2, DeviceBroadcasts<double, double>, float, float>), 1);
+  EXPECT_EQ((kPrefetchedBroadcastUnits<2, DeviceBroadcasts<float, float, float>, bf16, bf16>), 1);  // 96 bytes a unit
+  EXPECT_EQ((kPrefetchedBroadcastUnits<4, NoBroadcasts, bf16, bf16>), 4);  // nothing to load
 }
 
 TEST(LaunchShape, UnitIsOneSixteenByteStoreOfTheOutput) {

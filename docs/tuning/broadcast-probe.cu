@@ -1,8 +1,9 @@
-// The probe of TUNING.md row 39 (probe-broadcast-pack-h100-2026-11-24.txt): hardact fused calls against
-// cudaMemcpyAsync of the same bytes, interleaved rep by rep. Built by hand against a tree, e.g.
+// The probe of TUNING.md rows 39 and 47: hardact fused calls against cudaMemcpyAsync of the same
+// bytes, interleaved rep by rep; bfloat16 x with float vectors (`bf16f`) is PyTorch's form, and
+// the *_pt rows PyTorch bench_fused.py's NCHW shape (256, 1536, 64, 64). Built by hand against a tree, e.g.
 //   nvcc -std=c++17 -O3 -Iinclude -gencode=arch=compute_90,code=sm_90 -DVARIANT='"name"' docs/tuning/broadcast-probe.cu
 // and run as `[PROBE_UNITS=1|2] [PROBE_BLOCKS=b PROBE_STAGES=s] [PROBE_PATH=direct|staged] [PROBE_ROWS=bn_nhwc,...]
-//   ./a.out [reps] [bf16|float|both]`.
+//   ./a.out [reps] [bf16|float|bf16f|both|all]`.
 #include <hardact/hardact.cuh>
 #include <cuda_bf16.h>
 #include <algorithm>
@@ -15,6 +16,7 @@
 #endif
 #define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { std::printf("error %s at %d\n", cudaGetErrorName(e_), __LINE__); std::exit(1);} } while (0)
 constexpr std::size_t C = 96, HW = 56 * 56, B = 5350, N = B * C * HW;
+constexpr std::size_t C_PT = 1536, HW_PT = 64 * 64, N_PT = 256 * C_PT * HW_PT;  // <= N
 template <class F> float time_ms(F f) {
   cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b);
   cudaEventRecord(a); CHECK(f()); cudaEventRecord(b); cudaEventSynchronize(b);
@@ -28,28 +30,31 @@ std::string shape_name() {
   }
   return name.empty() ? "rule" : name;
 }
-template <class T> void rows(const char* tname, int reps) {
-  T *x, *y, *r, *s, *b;
+template <class T, class V = T> void rows(const char* tname, int reps) {
+  T *x, *y, *r;
+  V *s, *b;
   CHECK(cudaMalloc(&x, N * sizeof(T))); CHECK(cudaMalloc(&y, N * sizeof(T))); CHECK(cudaMalloc(&r, N * sizeof(T)));
-  CHECK(cudaMalloc(&s, 8 * C * B * sizeof(T))); CHECK(cudaMalloc(&b, 8 * C * B * sizeof(T)));
+  CHECK(cudaMalloc(&s, 8 * C * B * sizeof(V))); CHECK(cudaMalloc(&b, 8 * C * B * sizeof(V)));
   CHECK(cudaMemset(x, 0x3c, N * sizeof(T))); CHECK(cudaMemset(r, 0x3c, N * sizeof(T)));
-  CHECK(cudaMemset(s, 0x3c, 8 * C * B * sizeof(T))); CHECK(cudaMemset(b, 0x3c, 8 * C * B * sizeof(T)));
+  CHECK(cudaMemset(s, 0x3c, 8 * C * B * sizeof(V))); CHECK(cudaMemset(b, 0x3c, 8 * C * B * sizeof(V)));
   const auto bn = hardact::scale_shift_activation(hardact::HardSwish{});
   const auto bias = hardact::bias_activation(hardact::HardSwish{});
-  struct Row { std::string name; int full; std::function<cudaError_t()> f; };
+  struct Row { std::string name; int full; std::function<cudaError_t()> f; std::size_t n = N; };
   std::vector<Row> list = {
-    {"bn_nchw", 1, [&] { return hardact::transform(bn, (const T*)x, hardact::per_channel((const T*)s, C, HW), hardact::per_channel((const T*)b, C, HW), y, N); }},
-    {"bn_nhwc", 1, [&] { return hardact::transform(bn, (const T*)x, hardact::per_channel((const T*)s, C), hardact::per_channel((const T*)b, C), y, N); }},
-    {"bias_nchw", 1, [&] { return hardact::transform(bias, (const T*)x, hardact::per_channel((const T*)s, C, HW), y, N); }},
-    {"bias_lastdim", 1, [&] { return hardact::transform(bias, (const T*)x, hardact::per_channel((const T*)s, 393216), y, 4096 * std::size_t{393216}); }},
-    {"gate_nchw", 1, [&] { return hardact::transform(hardact::HardSigmoidGate{}, (const T*)x, hardact::per_channel((const T*)s, B * C, HW), y, N); }},
+    {"bn_nchw", 1, [&] { return hardact::transform(bn, (const T*)x, hardact::per_channel((const V*)s, C, HW), hardact::per_channel((const V*)b, C, HW), y, N); }},
+    {"bn_nhwc", 1, [&] { return hardact::transform(bn, (const T*)x, hardact::per_channel((const V*)s, C), hardact::per_channel((const V*)b, C), y, N); }},
+    {"bias_nchw", 1, [&] { return hardact::transform(bias, (const T*)x, hardact::per_channel((const V*)s, C, HW), y, N); }},
+    {"bias_lastdim", 1, [&] { return hardact::transform(bias, (const T*)x, hardact::per_channel((const V*)s, 393216), y, 4096 * std::size_t{393216}); }},
+    {"gate_nchw", 1, [&] { return hardact::transform(hardact::HardSigmoidGate{}, (const T*)x, hardact::per_channel((const V*)s, B * C, HW), y, N); }},
+    {"bn_nchw_pt", 1, [&] { return hardact::transform(bn, (const T*)x, hardact::per_channel((const V*)s, C_PT, HW_PT), hardact::per_channel((const V*)b, C_PT, HW_PT), y, N_PT); }, N_PT},
+    {"bn_nhwc_pt", 1, [&] { return hardact::transform(bn, (const T*)x, hardact::per_channel((const V*)s, C_PT), hardact::per_channel((const V*)b, C_PT), y, N_PT); }, N_PT},
     {"residual", 2, [&] { return hardact::transform(hardact::residual_activation(hardact::HardSwish{}), (const T*)x, (const T*)r, y, N); }},
   };
   const char* only = std::getenv("PROBE_ROWS");  // a substring of the rows to run
   for (auto& row : list) {
     if (only != nullptr && std::string(only).find(row.name) == std::string::npos) continue;
     CHECK(row.f()); CHECK(cudaDeviceSynchronize());
-    const std::size_t bytes = N * sizeof(T);
+    const std::size_t bytes = row.n * sizeof(T);
     std::vector<float> copy, fused;
     for (int rep = 0; rep < reps; ++rep) {
       auto c = [&] { return cudaMemcpyAsync(y, x, bytes, cudaMemcpyDeviceToDevice); };
@@ -75,6 +80,7 @@ int main(int argc, char** argv) {
   }
   const int reps = argc > 1 ? std::atoi(argv[1]) : 15;
   const std::string which = argc > 2 ? argv[2] : "both";
-  if (which != "float") rows<__nv_bfloat16>("bf16", reps);
-  if (which != "bf16") rows<float>("f32", reps);
+  if (which == "bf16" || which == "both" || which == "all") rows<__nv_bfloat16>("bf16", reps);
+  if (which == "bf16f" || which == "all") rows<__nv_bfloat16, float>("bf16f", reps);
+  if (which == "float" || which == "both" || which == "all") rows<float>("f32", reps);
 }

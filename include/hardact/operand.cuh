@@ -584,17 +584,6 @@ __device__ __forceinline__ void load_broadcast_units(
   (load_one(cuda::std::get<B>(broadcasts), cuda::std::integral_constant<std::size_t, B>{}), ...);
 }
 
-/// Each broadcast operand's values for elements first .. first + Count - 1: load_broadcast_units
-/// for one vector.
-template <int Count, class... D, std::size_t... B>
-__device__ __forceinline__ cuda::std::tuple<ValueArray<typename D::value_type, Count>...> load_broadcasts(
-    const cuda::std::tuple<D...>& broadcasts, std::size_t first, cuda::std::index_sequence<B...> operands) {
-  const std::size_t firsts[1] = {first};
-  cuda::std::tuple<ValueArray<typename D::value_type, Count>...> loaded[1];
-  load_broadcast_units<Count>(broadcasts, firsts, loaded, operands);
-  return loaded[0];
-}
-
 /// Calls the user's policy with its arguments in the order the user gave the operands, when the
 /// kernels pass the full-length inputs' values first and the broadcast operands' values after.
 /// IsBroadcast holds, per operand in the user's order, whether it is a broadcast.

@@ -174,88 +174,83 @@ __device__ __forceinline__ void buffer_offsets(std::size_t (&offsets)[sizeof...(
   ((offsets[I] = offset, offset += sizes[I]), ...);
 }
 
-/// A thread's broadcast values for each of its units of a tile (an empty tuple per unit when the
-/// call has no broadcast operand).
-template <int UnitsPerThread, class Broadcasts, class TOut, class... TIn>
-struct TileBroadcasts {
-  typename broadcast_values<kUnitElements<TOut, TIn...>, Broadcasts>::type units[static_cast<std::size_t>(UnitsPerThread)];
+/// A thread's broadcast values for `Units` of its units of a tile, `Unit` values of each operand per
+/// unit (an empty tuple per unit when the call has no broadcast operand).
+template <int Units, int Unit, class Broadcasts>
+struct UnitBroadcasts {
+  typename broadcast_values<Unit, Broadcasts>::type units[static_cast<std::size_t>(Units)];
 };
 
-#ifndef HARDACT_STAGED_PREFETCHED_BROADCAST_BYTES  // a tuning knob (docs/TUNING.md row 46)
-#define HARDACT_STAGED_PREFETCHED_BROADCAST_BYTES 128
+#ifndef HARDACT_STAGED_PREFETCHED_BROADCAST_BYTES  // a tuning knob (docs/TUNING.md rows 46-47)
+#define HARDACT_STAGED_PREFETCHED_BROADCAST_BYTES 64
 #endif
 
-/// Whether a thread loads its broadcast values for a tile while the tile's bulk copies are in
-/// flight (load_tile_broadcasts), holding them in registers across the wait, or unit by unit once
-/// the tile has landed. Before the wait they cost no latency: loaded after it, the L1/L2 latency
-/// came on top of every tile's wait, and bfloat16 bias and gate rows ran 5-7% slower on the H100
-/// (TUNING.md row 38). But held across the wait, more than 128 bytes of them (32 registers: float
-/// scale and shift for four 8-element units of bfloat16) took the BatchNorm kernel to 91
-/// registers, 5 resident blocks of the 7 an H200 needs: 0.875 of the copy there, 0.975 with the
-/// values loaded after the wait. The H100, for which 5 blocks are enough, lost 1% (1.006 -> 0.993;
-/// row 46).
+/// Units of a tile whose broadcast values a thread loads while the tile's bulk copies are in
+/// flight, holding them in registers across the wait: the most units, a power of two, whose values
+/// take at most 64 bytes (at least one unit); the rest load after the wait, as many units at a
+/// time (wait_and_transform_tile). Before the wait the loads cost no latency: every unit's values
+/// loaded after it ran bfloat16 bias and gate rows 5-7% slower on the H100 (TUNING.md row 38). But
+/// held across the wait, float scale and shift for four 8-element units of bfloat16 (256 bytes)
+/// took the BatchNorm kernel to 91 registers, 5 resident blocks of the 7 an H200 needs (row 46).
+/// Against 128 bytes, 64 ran bfloat16 BatchNorm with bfloat16 scale and shift 1% faster on the
+/// H200 and as fast on the H100 (row 47).
 template <int UnitsPerThread, class Broadcasts, class TOut, class... TIn>
-inline constexpr bool kPrefetchTileBroadcasts =
-    cuda::std::tuple_size_v<Broadcasts> > 0 &&
-    sizeof(TileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...>) <= HARDACT_STAGED_PREFETCHED_BROADCAST_BYTES;
+inline constexpr int kPrefetchedBroadcastUnits = [] {
+  constexpr std::size_t kUnitBytes = sizeof(UnitBroadcasts<1, kUnitElements<TOut, TIn...>, Broadcasts>);
+  int units = UnitsPerThread;
+  while (cuda::std::tuple_size_v<Broadcasts> > 0 && units > 1 &&
+         static_cast<std::size_t>(units) * kUnitBytes > HARDACT_STAGED_PREFETCHED_BROADCAST_BYTES) {
+    units /= 2;
+  }
+  return units;
+}();
 
-/// Loads a thread's broadcast values for the tile starting at element `first` (count elements
-/// valid), if kPrefetchTileBroadcasts: called while the tile's bulk copies are in flight.
-template <int BlockThreads, int UnitsPerThread, class Broadcasts, class TOut, class... TIn>
-__device__ __forceinline__ void load_tile_broadcasts(TileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...>& tile,
-                                                     const Broadcasts& broadcasts, std::size_t first,
+/// Loads a thread's broadcast values for its units `begin` .. `begin` + Units - 1 of the tile
+/// starting at element `first` (count elements valid).
+template <int BlockThreads, int Units, int Unit, class Broadcasts>
+__device__ __forceinline__ void load_unit_broadcasts(UnitBroadcasts<Units, Unit, Broadcasts>& values,
+                                                     const Broadcasts& broadcasts, int begin, std::size_t first,
                                                      std::size_t count) {
-  if constexpr (kPrefetchTileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...>) {
-    constexpr int kUnit = kUnitElements<TOut, TIn...>;
+  if constexpr (cuda::std::tuple_size_v<Broadcasts> > 0) {
     // A unit past the tile's valid ones reads the tile's first unit's values, unused. Offsets
     // inside a tile fit 32 bits.
-    std::size_t firsts[static_cast<std::size_t>(UnitsPerThread)];
+    std::size_t firsts[static_cast<std::size_t>(Units)];
 #pragma unroll
-    for (int u = 0; u < UnitsPerThread; ++u) {
-      const std::uint32_t offset = (static_cast<std::uint32_t>(u) * BlockThreads + threadIdx.x) * kUnit;
+    for (int u = 0; u < Units; ++u) {
+      const std::uint32_t offset = (static_cast<std::uint32_t>(begin + u) * BlockThreads + threadIdx.x) * Unit;
       firsts[u] = first + (offset < static_cast<std::uint32_t>(count) ? offset : 0u);
     }
-    load_broadcast_units<kUnit>(broadcasts, firsts, tile.units,
-                                cuda::std::make_index_sequence<cuda::std::tuple_size_v<Broadcasts>>{});
+    load_broadcast_units<Unit>(broadcasts, firsts, values.units,
+                               cuda::std::make_index_sequence<cuda::std::tuple_size_v<Broadcasts>>{});
   } else {
-    (void)tile, (void)broadcasts, (void)first, (void)count;
+    (void)values, (void)broadcasts, (void)begin, (void)first, (void)count;
   }
 }
 
-/// Elements one thread computes from a staged tile. `count` elements of the tile are valid; `tile`
-/// holds the thread's broadcast values if they were prefetched (load_tile_broadcasts).
-template <int BlockThreads, int UnitsPerThread, StagedCaching Caching, class Op, class Broadcasts, class TOut,
-          class... TIn, std::size_t... I, std::size_t... B>
-__device__ __forceinline__ void transform_staged_tile(const Op& op, const unsigned char* stage,
-                                                      const std::size_t (&offsets)[sizeof...(TIn)],
-                                                      const unsigned (&shifts)[sizeof...(TIn)], std::size_t count,
-                                                      const TileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...>& tile,
-                                                      [[maybe_unused]] const Broadcasts& broadcasts,
-                                                      [[maybe_unused]] std::size_t first, TOut* out,
-                                                      cuda::std::index_sequence<I...>,
-                                                      cuda::std::index_sequence<B...>) {
+/// Elements a thread computes from its units `begin` .. `begin` + Units - 1 of a staged tile, with
+/// their broadcast values. `count` elements of the tile are valid.
+template <int BlockThreads, StagedCaching Caching, class Op, class TOut, class... TIn, int Units, class Broadcasts,
+          std::size_t... I, std::size_t... B>
+__device__ __forceinline__ void transform_staged_units(const Op& op, const unsigned char* stage,
+                                                       const std::size_t (&offsets)[sizeof...(TIn)],
+                                                       const unsigned (&shifts)[sizeof...(TIn)], std::size_t count,
+                                                       int begin,
+                                                       const UnitBroadcasts<Units, kUnitElements<TOut, TIn...>, Broadcasts>& values,
+                                                       TOut* out, cuda::std::index_sequence<I...>,
+                                                       cuda::std::index_sequence<B...>) {
   constexpr int kUnit = kUnitElements<TOut, TIn...>;
   using OutVector = AlignedVector<TOut, kUnit>;
 #pragma unroll
-  for (int u = 0; u < UnitsPerThread; ++u) {
-    const std::uint32_t unit = static_cast<std::uint32_t>(u) * BlockThreads + threadIdx.x;  // a tile fits 32 bits
+  for (int u = 0; u < Units; ++u) {
+    const std::uint32_t unit = static_cast<std::uint32_t>(begin + u) * BlockThreads + threadIdx.x;  // a tile fits 32 bits
     if (unit * kUnit < static_cast<std::uint32_t>(count)) {
       const cuda::std::tuple<ValueArray<TIn, kUnit>...> loaded{
           read_staged_unit<TIn, kUnit>(stage + offsets[I], shifts[I], unit)...};
       OutVector result;
-      if constexpr (sizeof...(B) > 0 && !kPrefetchTileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...>) {
-        const auto values = load_broadcasts<kUnit>(broadcasts, first + unit * kUnit, cuda::std::index_sequence<B...>{});
 #pragma unroll
-        for (int j = 0; j < kUnit; ++j) {
-          result.elements[j] =
-              apply_op<TOut>(op, cuda::std::get<I>(loaded).get(j)..., cuda::std::get<B>(values).get(j)...);
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < kUnit; ++j) {
-          result.elements[j] = apply_op<TOut>(op, cuda::std::get<I>(loaded).get(j)...,
-                                              cuda::std::get<B>(tile.units[u]).get(j)...);
-        }
+      for (int j = 0; j < kUnit; ++j) {
+        result.elements[j] = apply_op<TOut>(op, cuda::std::get<I>(loaded).get(j)...,
+                                            cuda::std::get<B>(values.units[u]).get(j)...);
       }
       store_unit<Caching>(reinterpret_cast<OutVector*>(out) + unit, result);
     }
@@ -329,6 +324,36 @@ __device__ __forceinline__ void release_tile_lines(const StagedRange& range, std
     (void)range, (void)first, (void)count, ((void)in, ...);
   }
 }
+
+/// Waits for the tile of `count` elements at element `first`, staged in `stage` (its barrier at
+/// `phase`), and computes the thread's units of it. The broadcast values of the first
+/// kPrefetchedBroadcastUnits units load while the copies are in flight, the rest after the wait, as
+/// many units at a time.
+template <int BlockThreads, int UnitsPerThread, StagedCaching Caching, class TOut, class Op, class Broadcasts,
+          class... TIn>
+__device__ __forceinline__ void wait_and_transform_tile(const Op& op, const Broadcasts& broadcasts,
+                                                        const StagedRange& range, std::uint64_t* barrier,
+                                                        std::uint32_t phase, const unsigned char* stage,
+                                                        const std::size_t (&offsets)[sizeof...(TIn)],
+                                                        const unsigned (&shifts)[sizeof...(TIn)], std::size_t first,
+                                                        std::size_t count, TOut* out, const TIn*... in) {
+  constexpr int kUnit = kUnitElements<TOut, TIn...>;
+  constexpr std::size_t kTileElements = StagedTile<BlockThreads, UnitsPerThread, TOut, TIn...>::kElements;
+  constexpr int kPrefetched = kPrefetchedBroadcastUnits<UnitsPerThread, Broadcasts, TOut, TIn...>;
+  constexpr auto kInputs = cuda::std::index_sequence_for<TIn...>{};
+  constexpr auto kOperands = cuda::std::make_index_sequence<cuda::std::tuple_size_v<Broadcasts>>{};
+  UnitBroadcasts<kPrefetched, kUnit, Broadcasts> values;
+  load_unit_broadcasts<BlockThreads>(values, broadcasts, 0, first, count);
+  wait_stage_barrier(barrier, phase);
+  release_tile_lines<BlockThreads, kTileElements, (cuda::std::tuple_size_v<Broadcasts> > 0), Caching, TOut>(
+      range, first, count, kInputs, in...);
+#pragma unroll
+  for (int begin = 0; begin < UnitsPerThread; begin += kPrefetched) {
+    if (begin > 0) load_unit_broadcasts<BlockThreads>(values, broadcasts, begin, first, count);
+    transform_staged_units<BlockThreads, Caching, Op, TOut, TIn...>(op, stage, offsets, shifts, count, begin, values,
+                                                                   out + first, kInputs, kOperands);
+  }
+}
 #endif
 
 /// Block 0's share: the scalar head [0, staged_begin) and tail [staged_end, n).
@@ -363,10 +388,8 @@ template <int BlockThreads, int UnitsPerThread, StagedLoop Loop, StagedCaching C
 __global__ void __launch_bounds__(BlockThreads)
     staged_transform_kernel(Op op, StagedRange range, int stages, Broadcasts broadcasts, TOut* out,
                             const TIn*... in) {
-  constexpr auto kBroadcastIndexes = cuda::std::make_index_sequence<cuda::std::tuple_size_v<Broadcasts>>{};
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   using Tile = StagedTile<BlockThreads, UnitsPerThread, TOut, TIn...>;
-  constexpr bool kHasBroadcasts = cuda::std::tuple_size_v<Broadcasts> != 0;
   using Inputs = cuda::std::index_sequence_for<TIn...>;
   extern __shared__ __align__(128) unsigned char staging[];
   std::uint64_t* const barriers = reinterpret_cast<std::uint64_t*>(staging);
@@ -393,14 +416,8 @@ __global__ void __launch_bounds__(BlockThreads)
     __syncthreads();  // the barrier is initialised before anyone waits on it
     if (blockIdx.x == 0) transform_scalar_ends<BlockThreads>(op, range, broadcasts, out, in...);  // while the tile is in flight
     if (!has_tile) return;
-    TileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...> tile;
-    load_tile_broadcasts<BlockThreads>(tile, broadcasts, first, tile_count(first));
-    wait_stage_barrier(&barriers[0], 0);
-    release_tile_lines<BlockThreads, Tile::kElements, kHasBroadcasts, Caching, TOut>(
-        range, first, tile_count(first), Inputs{}, in...);
-    transform_staged_tile<BlockThreads, UnitsPerThread, Caching, Op, Broadcasts, TOut, TIn...>(
-        op, stages_base, offsets, shifts, tile_count(first), tile, broadcasts, first, out + first, Inputs{},
-        kBroadcastIndexes);
+    wait_and_transform_tile<BlockThreads, UnitsPerThread, Caching>(op, broadcasts, range, &barriers[0], 0, stages_base,
+                                                                   offsets, shifts, first, tile_count(first), out, in...);
   } else {
     const std::size_t stride = gridDim.x;
     const std::size_t my_tiles =
@@ -424,14 +441,9 @@ __global__ void __launch_bounds__(BlockThreads)
     for (std::size_t k = 0; k < my_tiles; ++k) {
       const std::size_t first = tile_first(k);
       unsigned char* const stage_data = stages_base + stage * Tile::kStageBytes;
-      TileBroadcasts<UnitsPerThread, Broadcasts, TOut, TIn...> tile;
-      load_tile_broadcasts<BlockThreads>(tile, broadcasts, first, tile_count(first));
-      wait_stage_barrier(&barriers[stage], phase);
-      release_tile_lines<BlockThreads, Tile::kElements, kHasBroadcasts, Caching, TOut>(
-          range, first, tile_count(first), Inputs{}, in...);
-      transform_staged_tile<BlockThreads, UnitsPerThread, Caching, Op, Broadcasts, TOut, TIn...>(
-          op, stage_data, offsets, shifts, tile_count(first), tile, broadcasts, first, out + first, Inputs{},
-          kBroadcastIndexes);
+      wait_and_transform_tile<BlockThreads, UnitsPerThread, Caching>(op, broadcasts, range, &barriers[stage], phase,
+                                                                     stage_data, offsets, shifts, first,
+                                                                     tile_count(first), out, in...);
       __syncthreads();  // every thread is done reading this stage before it is refilled
       if (threadIdx.x == 0 && k + stage_count < my_tiles) {
         order_reads_before_bulk_copy();
@@ -448,7 +460,8 @@ __global__ void __launch_bounds__(BlockThreads)
   (void)stages;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * BlockThreads;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * BlockThreads + threadIdx.x; i < range.n; i += stride) {
-    out[i] = apply_broadcast_op<TOut>(op, i, broadcasts, kBroadcastIndexes, in[i]...);
+    out[i] = apply_broadcast_op<TOut>(op, i, broadcasts,
+                                      cuda::std::make_index_sequence<cuda::std::tuple_size_v<Broadcasts>>{}, in[i]...);
   }
 #endif
 }
