@@ -7,6 +7,7 @@
 #include <hardact/hardact.cuh>
 #include <cuda_bf16.h>
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <cstdio>
 #include <string>
@@ -15,8 +16,11 @@
 #define VARIANT "?"
 #endif
 #define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { std::printf("error %s at %d\n", cudaGetErrorName(e_), __LINE__); std::exit(1);} } while (0)
-constexpr std::size_t C = 96, HW = 56 * 56, B = 5350, N = B * C * HW;
-constexpr std::size_t C_PT = 1536, HW_PT = 64 * 64, N_PT = 256 * C_PT * HW_PT;  // <= N
+constexpr std::size_t C = 96, HW = 56 * 56;
+// The batch, PROBE_BATCH (default 5350: 1.6e9 elements; 32 is the benchmark's mid size).
+const std::size_t B = std::getenv("PROBE_BATCH") ? std::strtoull(std::getenv("PROBE_BATCH"), nullptr, 10) : 5350;
+const std::size_t N = B * C * HW;
+constexpr std::size_t C_PT = 1536, HW_PT = 64 * 64, N_PT = 256 * C_PT * HW_PT;  // run where N >= N_PT
 template <class F> float time_ms(F f) {
   cudaEvent_t a, b; cudaEventCreate(&a); cudaEventCreate(&b);
   cudaEventRecord(a); CHECK(f()); cudaEventRecord(b); cudaEventSynchronize(b);
@@ -44,7 +48,7 @@ template <class T, class V = T> void rows(const char* tname, int reps) {
     {"bn_nchw", 1, [&] { return hardact::transform(bn, (const T*)x, hardact::per_channel((const V*)s, C, HW), hardact::per_channel((const V*)b, C, HW), y, N); }},
     {"bn_nhwc", 1, [&] { return hardact::transform(bn, (const T*)x, hardact::per_channel((const V*)s, C), hardact::per_channel((const V*)b, C), y, N); }},
     {"bias_nchw", 1, [&] { return hardact::transform(bias, (const T*)x, hardact::per_channel((const V*)s, C, HW), y, N); }},
-    {"bias_lastdim", 1, [&] { return hardact::transform(bias, (const T*)x, hardact::per_channel((const V*)s, 393216), y, 4096 * std::size_t{393216}); }},
+    {"bias_lastdim", 1, [&] { return hardact::transform(bias, (const T*)x, hardact::per_channel((const V*)s, 393216), y, N / 393216 * 393216); }, N / 393216 * 393216},
     {"gate_nchw", 1, [&] { return hardact::transform(hardact::HardSigmoidGate{}, (const T*)x, hardact::per_channel((const V*)s, B * C, HW), y, N); }},
     {"bn_nchw_pt", 1, [&] { return hardact::transform(bn, (const T*)x, hardact::per_channel((const V*)s, C_PT, HW_PT), hardact::per_channel((const V*)b, C_PT, HW_PT), y, N_PT); }, N_PT},
     {"bn_nhwc_pt", 1, [&] { return hardact::transform(bn, (const T*)x, hardact::per_channel((const V*)s, C_PT), hardact::per_channel((const V*)b, C_PT), y, N_PT); }, N_PT},
@@ -53,6 +57,7 @@ template <class T, class V = T> void rows(const char* tname, int reps) {
   const char* only = std::getenv("PROBE_ROWS");  // a substring of the rows to run
   for (auto& row : list) {
     if (only != nullptr && std::string(only).find(row.name) == std::string::npos) continue;
+    if (row.n > N) continue;
     CHECK(row.f()); CHECK(cudaDeviceSynchronize());
     const std::size_t bytes = row.n * sizeof(T);
     std::vector<float> copy, fused;
