@@ -120,17 +120,18 @@ TEST(DeviceStagedPath, EveryShapeTwoInputsAndMixedTypes) {
   }
 }
 
-// Broadcast calls of 16-bit outputs take 4 units per thread: every shape at 1, 2 and 4 units (one-tile
-// blocks and persistent rings), a BatchNorm over NHWC and NCHW (contiguous and run access, and
-// general access where the vectors straddle channels) and a channels-last gate, at every offset
-// class on both paths (a forced 4 does not apply to the direct path, nor to calls without it).
+// Broadcast calls of 16-bit outputs take 4 units per thread, and have kernels for no other count (a
+// forced 1 or 2 runs 4): one-tile blocks and persistent rings, a BatchNorm over NHWC and NCHW
+// (contiguous and run access, and general access where the vectors straddle channels) and a
+// channels-last gate, at every offset class on both paths (a forced 4 does not apply to the direct
+// path, nor to calls without it).
 TEST(DeviceStagedPath, EveryShapeWithBroadcasts) {
   HARDACT_REQUIRE_DEVICE();
   using bf16 = __nv_bfloat16;
   using namespace hardact_test::broadcast;
   const std::vector<Shape> broadcast_shapes =
-      quick_mode() ? std::vector<Shape>{{4, 0, 0}, {2, 0, 0}, {4, 2, 3}}
-                   : std::vector<Shape>{{4, 0, 0}, {2, 0, 0}, {1, 0, 0}, {4, 1, 1}, {4, 2, 3}, {4, 4, 2}, {2, 4, 2}};
+      quick_mode() ? std::vector<Shape>{{4, 0, 0}, {4, 2, 3}}
+                   : std::vector<Shape>{{4, 0, 0}, {2, 0, 0}, {4, 1, 1}, {4, 2, 3}, {4, 4, 2}};
   const std::size_t n = quick_mode() ? 96 * 56 * 7 + 40 : 96 * 56 * 56 + 40;  // a ragged tail past whole rows
   const auto batchnorm = hardact::scale_shift_activation(hardact::HardSwish{});
   for (const Shape shape : broadcast_shapes) {

@@ -112,6 +112,25 @@ TEST(LaunchShape, BroadcastCallsOfSixteenBitOutputsTakeMoreUnits) {
             2);
 }
 
+// A forced unit count (the tuning knob) below a call's least does not count: the dispatch layer
+// instantiates no kernel for it.
+TEST(LaunchShape, ForcedUnitsBelowTheLeastDoNotCount) {
+  using bf16 = __nv_bfloat16;
+  auto& tuning = hardact::detail::transform_tuning();
+  const int previous = tuning.staged_units_per_thread.exchange(1);
+  const auto residency = hardact::detail::estimated_residency<bf16, bf16>(kH100);
+  const int one_with_least_four = staged_shape<bf16, bf16>(kH100, residency, 4, 4).units_per_thread;
+  const int one_with_least_one = staged_shape<bf16, bf16>(kH100, residency, 1, 4).units_per_thread;
+  tuning.staged_units_per_thread.store(2);
+  const int two_with_least_four = staged_shape<bf16, bf16>(kH100, residency, 4, 4).units_per_thread;
+  const int two_with_least_two = staged_shape<bf16, bf16>(kH100, residency, 2, 2).units_per_thread;
+  tuning.staged_units_per_thread.store(previous);
+  EXPECT_EQ(one_with_least_four, 4);
+  EXPECT_EQ(one_with_least_one, 1);
+  EXPECT_EQ(two_with_least_four, 4);
+  EXPECT_EQ(two_with_least_two, 2);
+}
+
 TEST(LaunchShape, BroadcastValuesBeyondWhatAThreadHoldsAcrossTheWaitLoadAfterIt) {
   using hardact::detail::DeviceBroadcasts;
   using hardact::detail::kPrefetchedBroadcastUnits;

@@ -336,15 +336,25 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
                                      kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>, kMostUnits);
       if (choose_path(device, bytes, direct, shape) == TransformPath::staged) {
         static_assert(kMostUnits == 2 || kMostUnits == 4, "hardact: dispatch one instantiation per unit count");
-        if constexpr (kMostUnits == 4) {
-          if (shape.units_per_thread == 4) {
-            return launch_staged<4, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
+        // Unit counts below the call's least are never chosen: no kernel is instantiated for them.
+        constexpr int kLeastUnits = kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>;
+        if constexpr (kLeastUnits >= 4) {
+          return launch_staged<4, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
+        } else {
+          if constexpr (kMostUnits == 4) {
+            if (shape.units_per_thread == 4) {
+              return launch_staged<4, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
+            }
+          }
+          if constexpr (kLeastUnits >= 2) {
+            return launch_staged<2, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
+          } else {
+            if (shape.units_per_thread == 2) {
+              return launch_staged<2, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
+            }
+            return launch_staged<1, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
           }
         }
-        if (shape.units_per_thread == 2) {
-          return launch_staged<2, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
-        }
-        return launch_staged<1, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
       }
     }
   }

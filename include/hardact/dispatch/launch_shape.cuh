@@ -72,8 +72,10 @@ template <class TOut, class... TIn>
 inline constexpr StagedCaching kStagedCaching =
     sizeof(TOut) <= 4 && ((sizeof(TIn) <= 4) && ...) ? StagedCaching::evict_last_in_flight : StagedCaching::plain;
 /// The unit counts per thread the dispatch layer can pick from: 1, 2 and 4, each a kernel
-/// instantiation. 4 only for the calls that take it as their least (kStagedLeastUnitsPerThread), so
-/// that other calls instantiate no such kernel.
+/// instantiation, from a call's least (kStagedLeastUnitsPerThread) to its most: 4 only for the
+/// calls that take it as their least, and none below the least, so that a call instantiates only
+/// the kernels its rule can choose (bfloat16 and half broadcast calls: 4 units alone; the half /
+/// bfloat16 broadcast test file compiled in 56.6 s instead of 66.8, TUNING.md row 48).
 inline constexpr int kStagedMaxUnitsPerThread = 4;
 /// Index of a unit count (1, 2 or 4) in per-count tables.
 __host__ __device__ constexpr int unit_count_index(int units) { return units >= 4 ? 2 : units - 1; }
@@ -246,10 +248,15 @@ int resident_one_tile_kernel_blocks(const DeviceProperties& device, int estimate
 template <StagedCaching Caching, class Op, class Broadcasts, class TOut, class... TIn>
 StagedResidency staged_residency(const DeviceProperties& device) {
   StagedResidency residency = estimated_residency<TOut, TIn...>(device);
-  residency.blocks[0] =
-      resident_one_tile_kernel_blocks<1, Caching, Op, Broadcasts, TOut, TIn...>(device, residency.blocks[0]);
-  residency.blocks[1] =
-      resident_one_tile_kernel_blocks<2, Caching, Op, Broadcasts, TOut, TIn...>(device, residency.blocks[1]);
+  constexpr int kLeastUnits = kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>;
+  if constexpr (kLeastUnits <= 1) {
+    residency.blocks[0] =
+        resident_one_tile_kernel_blocks<1, Caching, Op, Broadcasts, TOut, TIn...>(device, residency.blocks[0]);
+  }
+  if constexpr (kLeastUnits <= 2) {
+    residency.blocks[1] =
+        resident_one_tile_kernel_blocks<2, Caching, Op, Broadcasts, TOut, TIn...>(device, residency.blocks[1]);
+  }
   if constexpr (kStagedMostUnitsPerThread<Broadcasts, TOut, TIn...> >= 4) {
     residency.blocks[2] =
         resident_one_tile_kernel_blocks<4, Caching, Op, Broadcasts, TOut, TIn...>(device, residency.blocks[2]);
@@ -264,7 +271,7 @@ StagedResidency staged_residency(const DeviceProperties& device) {
 /// Measured (rows 19 and 22): a larger tile than needed costs ~1% on the H100, a smaller one 7-10%
 /// on the H200. If even the largest tile holds less than half of it, a persistent grid whose blocks
 /// each keep stages - 1 tiles in flight while computing one. A forced unit count (TransformTuning)
-/// counts if it is 1, 2 or 4 and at most `most_units`.
+/// counts if it is 1, 2 or 4, at least `least_units` and at most `most_units`.
 template <class TOut, class... TIn>
 StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& residency, int least_units = 1,
                          int most_units = 2) {
@@ -280,11 +287,15 @@ StagedShape staged_shape(const DeviceProperties& device, const StagedResidency& 
     return static_cast<double>(residency.of(units)) * static_cast<double>(units) *
            static_cast<double>(kStagedSizedTileBytes<TOut, TIn...>);
   };
-  if (residency.of(1) == 0) return shape;
   int units = least_units >= 4 ? 4 : least_units >= 2 ? 2 : 1;
   if (units > most_units) units = most_units;
+  if (residency.of(units) == 0) return shape;
+  const int least = units;
   while (units < most_units && held(units) < kStagedInFlightShare * in_flight) units *= 2;
-  if ((forced_units == 1 || forced_units == 2 || forced_units == 4) && forced_units <= most_units) units = forced_units;
+  if ((forced_units == 1 || forced_units == 2 || forced_units == 4) && forced_units >= least &&
+      forced_units <= most_units) {
+    units = forced_units;
+  }
   shape.units_per_thread = units;
 
   if (forced_blocks == 0 && forced_stages == 0 && held(units) >= in_flight / 2 &&
