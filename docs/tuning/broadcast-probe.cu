@@ -3,7 +3,8 @@
 // the *_pt rows PyTorch bench_fused.py's NCHW shape (256, 1536, 64, 64). Built by hand against a tree, e.g.
 //   nvcc -std=c++17 -O3 -Iinclude -gencode=arch=compute_90,code=sm_90 -DVARIANT='"name"' docs/tuning/broadcast-probe.cu
 // and run as `[PROBE_UNITS=1|2] [PROBE_BLOCKS=b PROBE_STAGES=s] [PROBE_PATH=direct|staged] [PROBE_ROWS=bn_nhwc,...]
-//   ./a.out [reps] [bf16|float|bf16f|both|all]`.
+//   ./a.out [reps] [bf16|float|bf16f|both|all]`. (Since TUNING.md row 48 a half/bfloat16 broadcast call has 4-unit
+// kernels only, so PROBE_UNITS=1|2 leaves it at 4; build with -DHARDACT_STAGED_BROADCAST_UNITS=2 for 2.)
 #include <hardact/hardact.cuh>
 #include <cuda_bf16.h>
 #include <algorithm>
