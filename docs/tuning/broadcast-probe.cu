@@ -5,6 +5,8 @@
 // and run as `[PROBE_UNITS=1|2] [PROBE_BLOCKS=b PROBE_STAGES=s] [PROBE_PATH=direct|staged] [PROBE_ROWS=bn_nhwc,...]
 //   ./a.out [reps] [bf16|float|bf16f|both|all]`. (Since TUNING.md row 48 a half/bfloat16 broadcast call has 4-unit
 // kernels only, so PROBE_UNITS=1|2 leaves it at 4; build with -DHARDACT_STAGED_BROADCAST_UNITS=2 for 2.)
+// With PROBE_VERIFY=1 each row runs once, on varied data, and its output is compared byte for byte with the
+// direct path's instead of timed (with PROBE_PATH=staged and a small PROBE_BATCH such as 32: row 49).
 #include <hardact/hardact.cuh>
 #include <cuda_bf16.h>
 #include <algorithm>
@@ -42,6 +44,15 @@ template <class T, class V = T> void rows(const char* tname, int reps) {
   CHECK(cudaMalloc(&s, 8 * C * B * sizeof(V))); CHECK(cudaMalloc(&b, 8 * C * B * sizeof(V)));
   CHECK(cudaMemset(x, 0x3c, N * sizeof(T))); CHECK(cudaMemset(r, 0x3c, N * sizeof(T)));
   CHECK(cudaMemset(s, 0x3c, 8 * C * B * sizeof(V))); CHECK(cudaMemset(b, 0x3c, 8 * C * B * sizeof(V)));
+  if (std::getenv("PROBE_VERIFY")) {  // varied values, so that a wrong index shows
+    const auto fill = [](void* device, std::size_t bytes, unsigned seed) {
+      std::vector<unsigned char> host(bytes);
+      for (std::size_t i = 0; i < bytes; ++i) host[i] = static_cast<unsigned char>(((i + seed) * 2654435761u) >> 13);
+      CHECK(cudaMemcpy(device, host.data(), bytes, cudaMemcpyHostToDevice));
+    };
+    fill(x, N * sizeof(T), 1); fill(r, N * sizeof(T), 2);
+    fill(s, 8 * C * B * sizeof(V), 3); fill(b, 8 * C * B * sizeof(V), 4);
+  }
   const auto bn = hardact::scale_shift_activation(hardact::HardSwish{});
   const auto bias = hardact::bias_activation(hardact::HardSwish{});
   struct Row { std::string name; int full; std::function<cudaError_t()> f; std::size_t n = N; };
@@ -59,7 +70,20 @@ template <class T, class V = T> void rows(const char* tname, int reps) {
   for (auto& row : list) {
     if (only != nullptr && std::string(only).find(row.name) == std::string::npos) continue;
     if (row.n > N) continue;
+    if (std::getenv("PROBE_VERIFY")) CHECK(cudaMemset(y, 0xff, row.n * sizeof(T)));
     CHECK(row.f()); CHECK(cudaDeviceSynchronize());
+    if (std::getenv("PROBE_VERIFY")) {  // the same bytes as the direct path's
+      std::vector<unsigned char> got(row.n * sizeof(T)), want(row.n * sizeof(T));
+      CHECK(cudaMemcpy(got.data(), y, got.size(), cudaMemcpyDeviceToHost));
+      CHECK(cudaMemset(y, 0xff, got.size()));
+      {
+        hardact::detail::ScopedTransformPath direct(hardact::detail::TransformPath::direct);
+        CHECK(row.f());
+      }
+      CHECK(cudaMemcpy(want.data(), y, want.size(), cudaMemcpyDeviceToHost));
+      std::printf("%-8s %-6s %-13s verify %s\n", VARIANT, tname, row.name.c_str(), got == want ? "same" : "DIFFERENT");
+      continue;
+    }
     const std::size_t bytes = row.n * sizeof(T);
     std::vector<float> copy, fused;
     for (int rep = 0; rep < reps; ++rep) {
