@@ -18,12 +18,25 @@ themselves (the tensor is small enough that the GPU keeps up, so the loop measur
 implementations of a case take turns run by run, the order reversed every other run. Printed: the
 median microseconds per call and the ratio hardact / PyTorch per run (median, min-max); <= 1.25
 is the target. Every output is checked bit for bit against PyTorch's once.
+
+The fused forms (--fused, on by default) replace two or three PyTorch calls with one, so their
+target is the PyTorch sequence's host time (ratio <= 1), in eval with torch.no_grad and in grad mode
+with an input that does not require grad (inference without no_grad):
+  - bn_act: the rewrite's BatchNormActivation (from fuse_batchnorm_activation) against
+    nn.Sequential(nn.BatchNorm2d in eval, nn.Hardswish), x channels-last;
+  - bias: ha.bias_activation(x, bias, "hardswish") against F.hardswish(x + bias.view(C, 1, 1));
+  - residual: ha.residual_activation(x, r, "hardswish") against F.hardswish(x + r);
+  - gate: ha.hardsigmoid_gate(x, g) against x * F.hardsigmoid(g), g of shape (N, C, 1, 1).
+Outputs are checked against PyTorch's once: bit for bit in float32 except bn_act (eager's
+BatchNorm normalises in its own order); otherwise the largest difference is printed (bfloat16
+eager rounds between its ops, the fused op once).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import gc
 import statistics
 import sys
@@ -93,12 +106,74 @@ def cases(name: str, x: torch.Tensor, mode: str):
            (lambda: ha_inplace(x * 1.0), lambda: nn_inplace(x * 1.0)))
 
 
+FUSED_MODES = ("no_grad", "grad mode, input without grad")
+
+
+def fused_cases(x: torch.Tensor):
+    """(form, {implementation: zero-argument callable}, bit-exact in float32) for the fused forms."""
+    channels = x.shape[1]
+    generator = torch.Generator(device="cuda").manual_seed(11)
+    bn = nn.BatchNorm2d(channels).cuda()
+    with torch.no_grad():
+        bn.running_mean.normal_(generator=generator)
+        bn.running_var.uniform_(0.5, 2.0, generator=generator)
+        bn.weight.uniform_(0.5, 1.5, generator=generator)
+        bn.bias.normal_(generator=generator)
+    eager_bn = nn.Sequential(bn, nn.Hardswish()).eval()
+    fused_bn = copy.deepcopy(eager_bn)
+    eager_bn.to(x.dtype)
+    fused_bn.to(x.dtype)
+    if ha.fuse_batchnorm_activation(fused_bn) != 1:
+        raise RuntimeError("bench_host: the BatchNorm + Hardswish pair was not fused")
+    nhwc = x.contiguous(memory_format=torch.channels_last)
+    yield "bn_act", {"PyTorch": lambda: eager_bn(nhwc), "hardact": lambda: fused_bn(nhwc)}, False
+    bias = torch.randn(channels, device="cuda", generator=generator).to(x.dtype)  # a layer's bias is x's dtype
+    bias_view = bias.view(channels, 1, 1)
+    yield ("bias", {"PyTorch": lambda: F.hardswish(x + bias_view),
+                    "hardact": lambda: ha.bias_activation(x, bias, "hardswish")}, x.dtype == torch.float32)
+    residual = torch.randn(x.shape, device="cuda", generator=generator).to(x.dtype)
+    yield ("residual", {"PyTorch": lambda: F.hardswish(x + residual),
+                        "hardact": lambda: ha.residual_activation(x, residual, "hardswish")},
+           x.dtype == torch.float32)
+    gate = torch.randn(x.shape[0], channels, 1, 1, device="cuda", generator=generator).to(x.dtype)
+    yield ("gate", {"PyTorch": lambda: x * F.hardsigmoid(gate), "hardact": lambda: ha.hardsigmoid_gate(x, gate)},
+           x.dtype == torch.float32)
+
+
+def run_fused(x: torch.Tensor, args) -> tuple[int, float]:
+    """Times the fused forms on x; returns (mismatches, largest median ratio)."""
+    mismatches, worst = 0, 0.0
+    dtype = str(x.dtype).replace("torch.", "")
+    for mode in FUSED_MODES:
+        grad_context = torch.no_grad() if mode == "no_grad" else contextlib.nullcontext()
+        with grad_context:
+            for form, functions, exact in fused_cases(x):
+                ours, theirs = functions["hardact"]().detach(), functions["PyTorch"]().detach()
+                if exact:
+                    report = mismatch_report(ours, theirs)
+                    mismatches += bool(report)
+                    note = f" MISMATCH {report}" if report else ""
+                else:
+                    note = f" (largest difference {(ours.float() - theirs.float()).abs().max().item():.3g})"
+                per_call = time_runs(functions, args.calls, args.runs)
+                ratios = [a / b for a, b in zip(per_call["hardact"], per_call["PyTorch"])]
+                ratio = statistics.median(ratios)
+                worst = max(worst, ratio)
+                print(f"| fused {form}, {dtype} | {mode} | one call against PyTorch's sequence | "
+                      f"{statistics.median(per_call['PyTorch']):.2f} | {statistics.median(per_call['hardact']):.2f} "
+                      f"| **{ratio:.3f}** ({min(ratios):.3f}-{max(ratios):.3f}) | |{note}", flush=True)
+    return mismatches, worst
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", default="64,16,28,28")
     parser.add_argument("--dtypes", default="float32,bfloat16")
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--ops", default=",".join(OPS), help="the activations to time ('' for none)")
+    parser.add_argument("--fused", action=argparse.BooleanOptionalAction, default=True,
+                        help="time the fused forms too")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA GPU visible to PyTorch: nothing was run")
@@ -110,11 +185,15 @@ def main() -> int:
     print("| op, dtype | grad mode | form | PyTorch µs/call | hardact µs/call | ratio hardact / PyTorch (min-max) "
           "| torch.ops.hardact µs/call |")
     print("|---|---|---|---|---|---|---|")
-    mismatches, worst = 0, 0.0
+    mismatches, worst, fused_worst = 0, 0.0, 0.0
     generator = torch.Generator(device="cuda").manual_seed(7)
     for dtype in (getattr(torch, d) for d in args.dtypes.split(",")):
         x = (torch.randn(shape, device="cuda", generator=generator) * 4).to(dtype)
-        for name in OPS:
+        if args.fused:
+            fused_mismatches, fused_ratio = run_fused(x, args)
+            mismatches += fused_mismatches
+            fused_worst = max(fused_worst, fused_ratio)
+        for name in [name for name in args.ops.split(",") if name]:
             for mode in MODES:
                 grad_context = torch.no_grad() if mode == "no_grad" else contextlib.nullcontext()
                 with grad_context:
@@ -132,6 +211,8 @@ def main() -> int:
                               f"| **{ratio:.3f}** ({min(ratios):.3f}-{max(ratios):.3f}) | {ops_column} |"
                               + (f" MISMATCH {report}" if report else ""), flush=True)
     print(f"largest median ratio hardact / PyTorch: {worst:.3f} (target <= 1.25); output mismatches: {mismatches}")
+    if args.fused:
+        print(f"fused forms, largest median ratio hardact / PyTorch's sequence: {fused_worst:.3f} (target <= 1)")
     return 1 if mismatches else 0
 
 

@@ -306,6 +306,17 @@ def check_forward(results: Results, generator: torch.Generator) -> None:
                     if got.is_contiguous(memory_format=torch.channels_last) != \
                             x.is_contiguous(memory_format=torch.channels_last) and layout != "gapped":
                         results.record("layout changed", what + " keeps the layout")
+                if dtype in (torch.float16, torch.bfloat16):
+                    # Parameters of x's dtype are read as they are (no float copy): the same values.
+                    narrow_scale, narrow_shift = scale.to(dtype), shift.to(dtype)
+                    strided_shift = torch.stack([narrow_shift, narrow_shift], 1).reshape(-1)[::2]
+                    for form, s, t in (("scale+shift", narrow_scale, narrow_shift), ("bias", None, narrow_shift),
+                                       ("scale+shift, float scale", scale, narrow_shift),
+                                       ("bias, strided", None, strided_shift)):
+                        got = ha.scale_shift_activation(x, s, t, activation, lo, hi)
+                        results.record(mismatch_report(got, reference_scale_shift(x, s, t, activation, lo, hi), x),
+                                       f"scale_shift_activation {form} of {NAMES[dtype]} {activation} "
+                                       f"{NAMES[dtype]} {layout}")
             residual = torch.randn_like(x)
             for activation, lo, hi in ACTIVATIONS:
                 got = ha.residual_activation(x, residual, activation, lo, hi)

@@ -219,7 +219,8 @@ def scale_shift_activation(x: torch.Tensor, scale: torch.Tensor | None, shift: t
     """activation(x * scale[c] + shift[c]) for c along dim 1 of x (a channel of NCHW or channels-last
     x, a column of a 2-D x): a folded inference BatchNorm and its activation in one pass. shift alone
     is a bias (x + shift[c]); scale needs a shift. activation: one of FUSED_ACTIVATIONS ("relu" is
-    hardtanh(0, inf), F.relu's results). scale and shift are used in float32 (float64 for float64 x).
+    hardtanh(0, inf), F.relu's results). scale and shift are used in float32 (float64 for float64 x):
+    float16/bfloat16 ones of x's dtype are widened exactly in the kernel, others converted first.
     In float32 bit for bit `act(x * scale.view(C, 1, 1) + shift.view(C, 1, 1))`; float16 and
     bfloat16 round once, at the end. Differentiable in x, scale and shift."""
     if _is_compiling():

@@ -10,7 +10,8 @@
 // rounded separately (never an FMA), so in float32 the results are bit for bit PyTorch's
 // `act(x * scale.view(C, 1, 1) + shift.view(C, 1, 1))`, `act(x + residual)` and
 // `x * F.hardsigmoid(gate)`; in float16/bfloat16 they round once where eager rounds after each op.
-// scale and shift are used in float32 (float64 for float64 x), whatever their dtype.
+// scale and shift are used in float32 (float64 for float64 x), whatever their dtype (float16/bfloat16
+// ones of x's dtype are read as they are and widened in the kernel: the same values).
 //
 // Layout: the per-channel value of element i of a non-overlapping, dense tensor is
 // value[(i / stride(1)) % C] in memory order, whatever the order of its dimensions (NCHW,
@@ -67,15 +68,32 @@ void check_fused_input(const char* op_name, const at::Tensor& x) {
                     shape_string(x.sizes()));
 }
 
-/// A per-channel parameter as the kernel reads it: C values, contiguous, float32 (float64 for x
-/// float64), on x's device.
+/// The dtype the kernel reads the per-channel parameters in: x's, for float16/bfloat16 x whose given
+/// parameters all have x's dtype (a half-precision layer's bias: widened to float exactly inside
+/// the kernel, where a conversion to float32 was one more kernel launch per call), else float32
+/// (float64 for float64 x). Either way the arithmetic is float's (double's) with the same values.
+at::ScalarType parameter_type(const at::Tensor& x, const c10::optional<at::Tensor>& scale,
+                              const c10::optional<at::Tensor>& shift) {
+  const at::ScalarType type = x.scalar_type();
+  const bool narrow = type == at::kHalf || type == at::kBFloat16;
+  if (narrow && shift.has_value() && shift->scalar_type() == type &&
+      (!scale.has_value() || scale->scalar_type() == type)) {
+    return type;
+  }
+  return type == at::kDouble ? at::kDouble : at::kFloat;
+}
+
+/// A per-channel parameter as the kernel reads it: C values, contiguous, of `type`
+/// (parameter_type), on x's device.
 at::Tensor channel_parameter(const char* op_name, const char* what, const at::Tensor& p, const at::Tensor& x,
-                             int64_t count) {
+                             int64_t count, at::ScalarType type) {
   TORCH_CHECK_VALUE(p.device() == x.device(), "hardact::", op_name, ": ", what, " is on ", p.device().str(),
                     ", x on ", x.device().str());
   TORCH_CHECK_VALUE(p.numel() == count, "hardact::", op_name, ": ", what, " has ", std::to_string(p.numel()),
                     " elements, expected ", std::to_string(count));
-  const at::ScalarType type = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+  // Already what the kernel reads (BatchNormActivation's folded buffers, a layer's bias): used as it
+  // is, with no reshape or to(), which are dispatcher calls even when they change nothing.
+  if (p.scalar_type() == type && p.is_contiguous()) return p;
   return p.reshape({count}).to(type).contiguous();
 }
 
@@ -94,8 +112,11 @@ at::Tensor scale_shift_activation(const at::Tensor& x, const c10::optional<at::T
   TORCH_CHECK_VALUE(!scale.has_value() || shift.has_value(), "hardact::", kName,
                     ": a scale needs a shift (pass zeros for x * scale alone)");
   const int64_t channels = x.size(1);
-  const at::Tensor scale_values = scale.has_value() ? channel_parameter(kName, "scale", *scale, x, channels) : at::Tensor();
-  const at::Tensor shift_values = shift.has_value() ? channel_parameter(kName, "shift", *shift, x, channels) : at::Tensor();
+  const at::ScalarType param_type = parameter_type(x, scale, shift);
+  const at::Tensor scale_values =
+      scale.has_value() ? channel_parameter(kName, "scale", *scale, x, channels, param_type) : at::Tensor();
+  const at::Tensor shift_values =
+      shift.has_value() ? channel_parameter(kName, "shift", *shift, x, channels, param_type) : at::Tensor();
   const c10::cuda::CUDAGuard device_guard(x.device());
   const at::Tensor input = x.is_non_overlapping_and_dense() ? x : x.contiguous();
   at::Tensor out = at::empty_like(input);
@@ -106,23 +127,29 @@ at::Tensor scale_shift_activation(const at::Tensor& x, const c10::optional<at::T
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
   check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
                  using T = typename decltype(tag)::type;
-                 using Param = std::conditional_t<std::is_same_v<T, double>, double, float>;
                  const T* in = static_cast<const T*>(input.const_data_ptr());
                  T* result = static_cast<T*>(out.mutable_data_ptr());
-                 return with_activation(activation, min_val, max_val, [&](auto act) {
-                   if (scale_values.defined()) {
-                     return hardact::transform(hardact::scale_shift_activation(act), in,
-                                               hardact::per_channel(parameter_pointer<Param>(scale_values), c, inner),
-                                               hardact::per_channel(parameter_pointer<Param>(shift_values), c, inner),
-                                               result, n, stream);
-                   }
-                   if (shift_values.defined()) {
-                     return hardact::transform(hardact::bias_activation(act), in,
-                                               hardact::per_channel(parameter_pointer<Param>(shift_values), c, inner),
-                                               result, n, stream);
-                   }
-                   return hardact::transform(act, in, result, n, stream);
-                 });
+                 const auto launch = [&](auto param_tag) {
+                   using Param = typename decltype(param_tag)::type;
+                   return with_activation(activation, min_val, max_val, [&](auto act) {
+                     if (scale_values.defined()) {
+                       return hardact::transform(hardact::scale_shift_activation(act), in,
+                                                 hardact::per_channel(parameter_pointer<Param>(scale_values), c, inner),
+                                                 hardact::per_channel(parameter_pointer<Param>(shift_values), c, inner),
+                                                 result, n, stream);
+                     }
+                     if (shift_values.defined()) {
+                       return hardact::transform(hardact::bias_activation(act), in,
+                                                 hardact::per_channel(parameter_pointer<Param>(shift_values), c, inner),
+                                                 result, n, stream);
+                     }
+                     return hardact::transform(act, in, result, n, stream);
+                   });
+                 };
+                 if constexpr (sizeof(T) == 2) {
+                   if (param_type == x.scalar_type()) return launch(Tag<T>{});
+                 }
+                 return launch(Tag<std::conditional_t<std::is_same_v<T, double>, double, float>>{});
                }));
   return out;
 }
@@ -190,7 +217,7 @@ at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
   at::Tensor out = at::empty_like(x);
   const std::size_t n = static_cast<std::size_t>(x.numel());
   if (n == 0) return out;
-  const at::Tensor gate_values = gate.reshape({planes}).contiguous();
+  const at::Tensor gate_values = gate.is_contiguous() ? gate : gate.reshape({planes}).contiguous();  // values in order
   const std::size_t channels = static_cast<std::size_t>(x.size(1));
   const std::size_t positions = static_cast<std::size_t>(x.numel() / planes);  // H * W
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
