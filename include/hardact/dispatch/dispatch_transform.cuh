@@ -295,6 +295,19 @@ cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape,
       range, shape.stages, located, out, in...);
 }
 
+/// launch_staged with shape.units_per_thread units: Units, halved down to LeastUnits. Counts below
+/// the call's least are never chosen (staged_shape), so no kernel is instantiated for them.
+template <int Units, int LeastUnits, StagedCaching Caching, class Op, class Broadcasts, class TOut, class... TIn>
+cudaError_t launch_staged_units(const Op& op, std::size_t n, const StagedShape& shape, const DeviceProperties& device,
+                                cudaStream_t stream, const Broadcasts& broadcasts, TOut* out, const TIn*... in) {
+  if constexpr (Units > LeastUnits) {
+    if (shape.units_per_thread < Units) {
+      return launch_staged_units<Units / 2, LeastUnits, Caching>(op, n, shape, device, stream, broadcasts, out, in...);
+    }
+  }
+  return launch_staged<Units, Caching>(op, n, shape, device, stream, broadcasts, out, in...);
+}
+
 /// The whole launch contract: validate, then launch once on `stream`. Returns
 /// cudaErrorInvalidValue, without touching the device, for an invalid policy, a null or
 /// misaligned pointer, or an unsafe overlap; n == 0 is a no-op that makes no CUDA call.
@@ -336,25 +349,8 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
                                      kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>, kMostUnits);
       if (choose_path(device, bytes, direct, shape) == TransformPath::staged) {
         static_assert(kMostUnits == 2 || kMostUnits == 4, "hardact: dispatch one instantiation per unit count");
-        // Unit counts below the call's least are never chosen: no kernel is instantiated for them.
-        constexpr int kLeastUnits = kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>;
-        if constexpr (kLeastUnits >= 4) {
-          return launch_staged<4, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
-        } else {
-          if constexpr (kMostUnits == 4) {
-            if (shape.units_per_thread == 4) {
-              return launch_staged<4, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
-            }
-          }
-          if constexpr (kLeastUnits >= 2) {
-            return launch_staged<2, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
-          } else {
-            if (shape.units_per_thread == 2) {
-              return launch_staged<2, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
-            }
-            return launch_staged<1, kCaching>(op, n, shape, device, stream, broadcasts, out, in...);
-          }
-        }
+        return launch_staged_units<kMostUnits, kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>, kCaching>(
+            op, n, shape, device, stream, broadcasts, out, in...);
       }
     }
   }
