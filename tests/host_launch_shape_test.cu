@@ -84,16 +84,21 @@ TEST(LaunchShape, BroadcastCallsOfSixteenBitOutputsTakeMoreUnits) {
   using hardact::detail::NoBroadcasts;
   using bf16 = __nv_bfloat16;
   // One-input calls (128-thread blocks) take 4; two-input ones 2 (a 4-unit tile of theirs would
-  // not fit 48 KiB); float outputs and plain calls keep the rule, and never instantiate 4 units.
+  // not fit 48 KiB); float one-input calls with two broadcast operands take 4 (row 51); other float
+  // calls and plain calls keep the rule, and never instantiate 4 units.
   EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<bf16, bf16>, bf16, bf16>), 4);  // a BatchNorm
   EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<float>, __half, __half>), 4);
   EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<bf16>, bf16, bf16, bf16>), 2);  // bias backward
-  EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<float, float>, float, float>), 1);
+  EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<float, float>, float, float>), 4);  // float BatchNorm
+  EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<float>, float, float>), 1);         // float bias
+  EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<float, float>, float, float, float>), 1);
+  EXPECT_EQ((kStagedLeastUnitsPerThread<DeviceBroadcasts<double, double>, double, double>), 1);
   EXPECT_EQ((kStagedLeastUnitsPerThread<NoBroadcasts, bf16, bf16>), 1);
   EXPECT_EQ((kStagedMostUnitsPerThread<DeviceBroadcasts<bf16, bf16>, bf16, bf16>), 4);
   EXPECT_EQ((kStagedMostUnitsPerThread<DeviceBroadcasts<bf16>, bf16, bf16, bf16>), 2);
   EXPECT_EQ((kStagedMostUnitsPerThread<NoBroadcasts, bf16, bf16>), 2);
-  EXPECT_EQ((kStagedMostUnitsPerThread<DeviceBroadcasts<float, float>, float, float>), 2);
+  EXPECT_EQ((kStagedMostUnitsPerThread<DeviceBroadcasts<float, float>, float, float>), 4);
+  EXPECT_EQ((kStagedMostUnitsPerThread<DeviceBroadcasts<float>, float, float>), 2);
   // 16 resident blocks of 2 KiB meet the H100's bytes in flight at one unit; the least wins.
   EXPECT_EQ((staged_shape<bf16, bf16>(kH100).units_per_thread), 1);
   for (const auto& device : {kH100, kH200}) {

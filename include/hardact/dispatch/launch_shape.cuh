@@ -145,12 +145,19 @@ inline constexpr std::size_t kStagedSizedTileBytes =
 /// allows, ran bfloat16 bias, BatchNorm and gate rows 0.6-14% slower than two on the H100 (row 39);
 /// on the H200 two ran bfloat16 BatchNorm rows at 0.96 of the copy, four at 1.00, each thread's
 /// fixed work (the tile's setup, its wait, the release of its L2 lines) spread over twice the
-/// elements (row 45). Float rows run as fast or faster with one (row 39).
+/// elements (row 45). Float rows with one operand run as fast or faster with one (row 39). Float
+/// one-input calls with two or more (a BatchNorm's scale and shift) take 4 as well: their 2-unit
+/// kernel needs 40 registers, so 12 resident blocks hold 48 KiB in flight, which Little's law
+/// counts as enough but the H200 ran at 0.991 of the copy at PyTorch's NCHW shape; 4 units (48
+/// registers, 10 blocks, 80 KiB) 1.002, the H100 1.008 -> 1.007 (row 51).
 template <class Broadcasts, class TOut, class... TIn>
 inline constexpr int kStagedLeastUnitsPerThread =
-    cuda::std::tuple_size_v<Broadcasts> == 0 || kUnitElements<TOut, TIn...> < 8 ? 1
-    : kStagedBlockThreads<TOut, TIn...> == 128                                  ? HARDACT_STAGED_BROADCAST_UNITS
-                                                                                : 2;
+    cuda::std::tuple_size_v<Broadcasts> == 0 ? 1
+    : kUnitElements<TOut, TIn...> >= 8
+        ? (kStagedBlockThreads<TOut, TIn...> == 128 ? HARDACT_STAGED_BROADCAST_UNITS : 2)
+    : kUnitElements<TOut, TIn...> == 4 && sizeof...(TIn) == 1 && cuda::std::tuple_size_v<Broadcasts> >= 2
+        ? HARDACT_STAGED_BROADCAST_UNITS
+        : 1;
 /// The most units per thread a call may take: 2, or its least where that is more.
 template <class Broadcasts, class TOut, class... TIn>
 inline constexpr int kStagedMostUnitsPerThread = std::max(2, kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>);
