@@ -32,14 +32,6 @@ TYPED_TEST_SUITE(DeviceBroadcast, ElementTypes, TypeNames);
 // =============================================================================================
 // Two full-length inputs: a residual, and the backward policies with their broadcasts.
 
-/// x + residual + bias, in the compute type (the first step of a chain, which passes it C values).
-struct AddResidualAndBias {
-  template <class C>
-  __host__ __device__ C operator()(C x, C residual, C bias) const {
-    return hardact::detail::add_rn(hardact::detail::add_rn(x, residual), bias);
-  }
-};
-
 TYPED_TEST(DeviceBroadcast, ResidualPlusBias) {
   HARDACT_REQUIRE_DEVICE();
   using T = TypeParam;

@@ -1,7 +1,8 @@
 // The staged path beyond what the per-policy sweeps (which force it at every size and offset)
 // cover: every pipeline depth and resident-block count the shape rule could pick, relatively
 // misaligned one- and two-input and mixed-type calls at each, calls with broadcast operands at
-// every unit count (4 only they take), and capture in a CUDA Graph.
+// every unit count (4 only they take), the two-rows form of a bias over the last dimension, and
+// capture in a CUDA Graph.
 #include "support/broadcast_check.hpp"
 #include "support/device.hpp"
 #include "support/device_main.hpp"  // main()
@@ -156,6 +157,85 @@ TEST(DeviceStagedPath, EveryShapeWithBroadcasts) {
                      channel_input<float>(7, 49, 9319));
     check_call<bf16>(hardact::HardSigmoidGate{}, n, full_input<bf16>(n, 9320),
                      sample_channel_input<float>(n, 1, 96, 96 * 56, 9321));
+    if (HasFatalFailure()) return;
+  }
+}
+
+/// Sets TransformTuning::staged_two_rows for the lifetime of the object: 1 takes StagedLoop::two_rows
+/// wherever a call can, on any device.
+class ScopedTwoRows {
+ public:
+  explicit ScopedTwoRows(int mode) : previous_(hardact::detail::transform_tuning().staged_two_rows.exchange(mode)) {}
+  ~ScopedTwoRows() { hardact::detail::transform_tuning().staged_two_rows.store(previous_); }
+  ScopedTwoRows(const ScopedTwoRows&) = delete;
+  ScopedTwoRows& operator=(const ScopedTwoRows&) = delete;
+
+ private:
+  int previous_;
+};
+
+/// Half a staged tile of a one-tile call with `Units` units per thread, in elements.
+template <int Units, class TOut, class... TIn>
+constexpr std::size_t half_tile = hardact::detail::StagedTileOf<Units, TOut, TIn...>::kElements / 2;
+
+/// Calls with one operand over the last dimension of `period` elements (a whole number of half
+/// tiles of `Units` units per thread), in the two-rows form wherever they can take it: odd and even
+/// row counts, a partial last row and a ragged tail past it (the aligned offset classes take the
+/// form, as the dispatch layer's rule is asked first; the misaligned ones and the direct path,
+/// which check_call runs too, do not).
+template <int Units, class T, class V, class Op>
+void check_two_rows(const Op& op, std::size_t period, std::uint64_t seed) {
+  using namespace hardact_test::broadcast;
+  using Tile = hardact::detail::StagedTileOf<Units, T, T>;
+  for (const std::size_t n : {4 * period, 5 * period + period / 2 + 40}) {
+    SCOPED_TRACE("period " + std::to_string(period) + ", n " + std::to_string(n));
+    hardact::detail::DeviceProperties device;
+    ASSERT_EQ(hardact::detail::current_device_properties(device), cudaSuccess);
+    // Aligned addresses, as the aligned offset class has them.
+    T* out = reinterpret_cast<T*>(std::uintptr_t(1) << 30);
+    const T* x = reinterpret_cast<const T*>(std::uintptr_t(3) << 30);
+    const V* values = reinterpret_cast<const V*>(std::uintptr_t(5) << 30);
+    const auto broadcasts =
+        hardact::detail::DeviceBroadcasts<V>(hardact::detail::prepare_broadcast(hardact::per_channel(values, period), n));
+    ASSERT_GT(hardact::detail::two_rows_halves_apart<Tile>(device, broadcasts,
+                                                           hardact::detail::staged_range<Tile>(n, static_cast<const T*>(out), x),
+                                                           std::size_t(device.max_grid_dim_x), x),
+              0u);
+    check_call<T>(op, n, full_input<T>(n, seed), channel_input<V>(period, 1, seed + 1));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// StagedLoop::two_rows (a tile's halves on the same columns of two rows, their values loaded once),
+// forced wherever a call can take it: periods from half a tile (the halves adjacent) to two tiles,
+// one and two operands, one and two full-length inputs, every element type, and bias types wider
+// and narrower than x.
+TEST(DeviceStagedPath, TwoRowsForm) {
+  HARDACT_REQUIRE_DEVICE();
+  using bf16 = __nv_bfloat16;
+  using namespace hardact_test::broadcast;
+  const ScopedTwoRows forced(1);
+  // Two units per thread for the float and double calls (16-bit broadcast calls take 4 anyway).
+  const ScopedStagedShape two_units({2, 0, 0});
+  const auto bias = hardact::bias_activation(hardact::HardSwish{});
+  const auto batchnorm = hardact::scale_shift_activation(hardact::HardSwish{});
+  const std::vector<std::size_t> halves = quick_mode() ? std::vector<std::size_t>{1, 3} : std::vector<std::size_t>{1, 2, 3, 4};
+  for (const std::size_t k : halves) {
+    check_two_rows<4, bf16, float>(bias, k * half_tile<4, bf16, bf16>, 9400);
+    check_two_rows<4, bf16, bf16>(bias, k * half_tile<4, bf16, bf16>, 9402);
+    check_two_rows<4, __half, __half>(hardact::HardSigmoidGate{}, k * half_tile<4, __half, __half>, 9404);
+    check_two_rows<2, float, float>(bias, k * half_tile<2, float, float>, 9406);
+    check_two_rows<2, float, bf16>(bias, k * half_tile<2, float, float>, 9408);
+    check_two_rows<2, double, double>(bias, k * half_tile<2, double, double>, 9410);
+    if (HasFatalFailure()) return;
+    // A BatchNorm's scale and shift over the last dimension (two operands of one period).
+    const std::size_t bn_period = k * half_tile<4, bf16, bf16>, bn_n = 5 * bn_period + 24;
+    check_call<bf16>(batchnorm, bn_n, full_input<bf16>(bn_n, 9412), channel_input<float>(bn_period, 1, 9413),
+                     channel_input<float>(bn_period, 1, 9414));
+    // Two full-length inputs (384-thread tiles) and a bias.
+    const std::size_t two_period = k * half_tile<2, float, float, float>, two_n = 5 * two_period + two_period / 2 + 8;
+    check_call<float>(hardact::chain(AddResidualAndBias{}, hardact::HardSwish{}), two_n, full_input<float>(two_n, 9415),
+                      full_input<float>(two_n, 9416), channel_input<float>(two_period, 1, 9417));
     if (HasFatalFailure()) return;
   }
 }

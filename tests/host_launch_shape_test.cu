@@ -254,6 +254,70 @@ TEST(LaunchShape, StagedRangeStartsOnAKibibyteBoundaryOfTheOutput) {
   EXPECT_EQ(short_range.staged_begin, short_range.staged_end);
 }
 
+/// Sets TransformTuning::staged_two_rows for the lifetime of the object.
+class ScopedTwoRows {
+ public:
+  explicit ScopedTwoRows(int mode) : previous_(hardact::detail::transform_tuning().staged_two_rows.exchange(mode)) {}
+  ~ScopedTwoRows() { hardact::detail::transform_tuning().staged_two_rows.store(previous_); }
+  ScopedTwoRows(const ScopedTwoRows&) = delete;
+  ScopedTwoRows& operator=(const ScopedTwoRows&) = delete;
+
+ private:
+  int previous_;
+};
+
+TEST(LaunchShape, TwoRowsFormForLongRunsOfOneElementOnTheH200) {
+  using hardact::per_channel;
+  using hardact::detail::prepare_broadcast;
+  using hardact::detail::staged_range;
+  using hardact::detail::two_rows_halves_apart;
+  using bf16 = __nv_bfloat16;
+  using Tile = hardact::detail::StagedTileOf<4, bf16, bf16>;
+  static_assert(Tile::kElements == 4096, "the cases below count bfloat16 tiles of 4096 elements");
+  const std::size_t max_blocks = 2147483647;
+  // Addresses only: the rule is arithmetic on them.
+  bf16* out = reinterpret_cast<bf16*>(std::uintptr_t(1) << 30);
+  const bf16* x = reinterpret_cast<const bf16*>(std::uintptr_t(3) << 30);
+  const float* bias = reinterpret_cast<const float*>(std::uintptr_t(5) << 30);
+  const auto apart = [&](const DeviceProperties& device, std::size_t period, std::size_t n, const bf16* in,
+                         std::size_t inner = 1) {
+    const auto broadcasts = hardact::detail::DeviceBroadcasts<float>(prepare_broadcast(per_channel(bias, period, inner), n));
+    return two_rows_halves_apart<Tile>(device, broadcasts, staged_range<Tile>(n, static_cast<const bf16*>(out), in),
+                                       max_blocks, in);
+  };
+  const std::size_t row = 393216, n = 64 * row;  // bench_fused.py's bias over the last dimension
+  // The rule: the H200 takes the form, its halves a row (192 half tiles) apart; the H100 does not.
+  EXPECT_EQ(apart(kH200, row, n, x), 192u);
+  EXPECT_EQ(apart(kH100, row, n, x), 0u);
+  // Runs longer than one element, periods of less than a tile or not whole half tiles, and calls
+  // of less than two periods keep the one-tile form.
+  EXPECT_EQ(apart(kH200, row, n, x, 2), 0u);
+  EXPECT_EQ(apart(kH200, 2048, n, x), 0u);
+  EXPECT_EQ(apart(kH200, 4096, n, x), 2u);
+  EXPECT_EQ(apart(kH200, 4096 + 1024, n, x), 0u);
+  EXPECT_EQ(apart(kH200, row, row + row / 2, x), 0u);
+  // An input off its granule where the staged range starts keeps it too (the halves land whole).
+  EXPECT_EQ(apart(kH200, row, n - 64, x + 1), 0u);
+  // Operands of different periods cannot share their values between the rows.
+  {
+    const auto two = hardact::detail::DeviceBroadcasts<float, float>(
+        prepare_broadcast(per_channel(bias, row), n), prepare_broadcast(per_channel(bias, 2 * row), n));
+    EXPECT_EQ(two_rows_halves_apart<Tile>(kH200, two, staged_range<Tile>(n, static_cast<const bf16*>(out), x),
+                                          max_blocks, x),
+              0u);
+  }
+  // Forced (tests): every device, down to half a tile; never: not even the H200.
+  {
+    const ScopedTwoRows forced(1);
+    EXPECT_EQ(apart(kH100, row, n, x), 192u);
+    EXPECT_EQ(apart(kH100, 2048, n, x), 1u);
+  }
+  {
+    const ScopedTwoRows never(-1);
+    EXPECT_EQ(apart(kH200, row, n, x), 0u);
+  }
+}
+
 TEST(LaunchShape, PersistentRingWhenOneTileBlocksCannotHoldEnough) {
   // A card with the H200's bandwidth on a quarter of the multiprocessors and an eighth of the
   // threads: 2 resident one-tile blocks cannot cover Little's law, so blocks keep several tiles

@@ -352,6 +352,14 @@ void check_call(const Op& op, std::size_t n, const I&... inputs) {
   ASSERT_TRUE(batch.execute());
 }
 
+/// x + residual + bias, in the compute type (the first step of a chain, which passes it C values).
+struct AddResidualAndBias {
+  template <class C>
+  __host__ __device__ C operator()(C x, C residual, C bias) const {
+    return hardact::detail::add_rn(hardact::detail::add_rn(x, residual), bias);
+  }
+};
+
 /// The element counts of device_family.hpp's sweep (tiny, around a vector and a block, 2^16 + 7,
 /// and unless quick 2^20 + 3 and 2^22 + 13); quick mode keeps a few small ones.
 inline std::vector<std::size_t> sweep_sizes() {

@@ -253,9 +253,47 @@ StagedRange staged_range(std::size_t n, const TOut* out, const TIn*... in) {
   return range;
 }
 
+/// Broadcast operands StagedLoop::two_rows can take (compile time): Broadcasts, not
+/// SampleBroadcasts, at least one.
+template <class Broadcasts>
+inline constexpr bool kTwoRowsBroadcasts = false;
+template <class... D>
+inline constexpr bool kTwoRowsBroadcasts<cuda::std::tuple<D...>> = sizeof...(D) > 0 && (!D::kSpanned && ...);
+
+/// Half tiles between the two halves of a StagedLoop::two_rows tile for this call, or 0 where it
+/// does not take that form. It takes it on devices whose DRAM is fast for their multiprocessors
+/// (kTwoRowsMinBandwidthPerMultiprocessor), where every broadcast operand is a run of one element
+/// (inner 1, a bias over the last dimension) of one period of at least a tile (so a tile's values
+/// are not the L1 hits of its neighbours'), the period is whole half tiles, the call has two
+/// periods or more, and every input is on a granule boundary where the staged range starts.
+/// Loading the values once for two rows halves their reads from L2, where a float bias over
+/// bfloat16 x was bound on the H200 (docs/TUNING.md rows 47, 52 and 53).
+template <class Tile, class... D, class... TIn>
+std::size_t two_rows_halves_apart(const DeviceProperties& device, const cuda::std::tuple<D...>& broadcasts,
+                                  const StagedRange& range, std::size_t max_blocks, const TIn*... in) {
+  const int forced = transform_tuning().staged_two_rows.load(std::memory_order_relaxed);
+  if (forced < 0 || range.num_tiles == 0) return 0;
+  if (forced == 0) {
+    const int sms = device.multiprocessor_count > 0 ? device.multiprocessor_count : 1;
+    if (device.peak_memory_bandwidth / sms < kTwoRowsMinBandwidthPerMultiprocessor) return 0;
+  }
+  constexpr std::size_t kHalf = Tile::kElements / 2;
+  const std::size_t period = cuda::std::get<0>(broadcasts).period.divisor;
+  bool same_runs = true;
+  cuda::std::apply([&](const D&... b) { ((same_runs = same_runs && b.inner.divisor == 1 && b.period.divisor == period), ...); },
+                   broadcasts);
+  if (!same_runs || period % kHalf != 0 || (forced == 0 && period < Tile::kElements)) return 0;
+  if (!((address_of(in + range.staged_begin) % kBulkCopyGranule == 0) && ...)) return 0;
+  const std::size_t apart = period / kHalf;
+  const std::size_t halves = (range.staged_end - range.staged_begin + kHalf - 1) / kHalf;
+  if (halves < 2 * apart) return 0;
+  const std::size_t groups = (halves + 2 * apart - 1) / (2 * apart);
+  return groups <= max_blocks / apart ? apart : 0;
+}
+
 /// Launches the staged kernel with `shape` (stages >= 1): a block per tile (the straight-line
-/// one-tile form) when the shape asks for one tile and one stage per block and the grid can hold
-/// every tile; otherwise the ring form, as a grid of blocks of `tiles_per_block` tiles each, or a
+/// one-tile form, or its two-rows form where two_rows_halves_apart finds one) when the shape asks
+/// for one tile and one stage per block and the grid can hold every tile; otherwise the ring form, as a grid of blocks of `tiles_per_block` tiles each, or a
 /// persistent grid of as many blocks as the shape keeps resident.
 template <int UnitsPerThread, StagedCaching Caching, int RequestedBlockThreads = 0, class Op, class Broadcasts,
           class TOut, class... TIn>
@@ -272,6 +310,19 @@ cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape,
   config.dynamicSmemBytes = Tile::shared_memory_bytes(shape.stages);
   config.stream = stream;
   if (shape.tiles_per_block == 1 && shape.stages == 1 && range.num_tiles <= max_blocks) {
+    if constexpr (kTwoRowsBroadcasts<Broadcasts> && UnitsPerThread % 2 == 0) {
+      StagedRange rows = range;
+      rows.halves_apart = two_rows_halves_apart<Tile>(device, located, range, max_blocks, in...);
+      if (rows.halves_apart > 0) {
+        const std::size_t halves = (range.staged_end - range.staged_begin + Tile::kElements / 2 - 1) / (Tile::kElements / 2);
+        const std::size_t groups = (halves + 2 * rows.halves_apart - 1) / (2 * rows.halves_apart);
+        config.gridDim = dim3(static_cast<unsigned int>(groups * rows.halves_apart));
+        return cudaLaunchKernelEx(&config,
+                                  staged_transform_kernel<BlockThreads, UnitsPerThread, StagedLoop::two_rows, Caching, Op,
+                                                          Broadcasts, TOut, TIn...>,
+                                  op, rows, shape.stages, located, out, in...);
+      }
+    }
     config.gridDim = dim3(static_cast<unsigned int>(std::max<std::size_t>(range.num_tiles, 1)));  // block 0 does the ends
     return cudaLaunchKernelEx(
         &config,

@@ -27,6 +27,9 @@ struct TransformTuning {
   std::atomic<int> staged_units_per_thread{0};
   std::atomic<int> staged_blocks_per_multiprocessor{0};
   std::atomic<int> staged_stages{0};
+  /// StagedLoop::two_rows: 1 wherever a call can take it (periods down to half a tile), -1 never,
+  /// 0 the rule (two_rows_halves_apart).
+  std::atomic<int> staged_two_rows{0};
 };
 
 inline TransformTuning& transform_tuning() {
@@ -163,6 +166,13 @@ template <class Broadcasts, class TOut, class... TIn>
 inline constexpr int kStagedMostUnitsPerThread = std::max(2, kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>);
 static_assert(HARDACT_STAGED_BROADCAST_UNITS == 2 || HARDACT_STAGED_BROADCAST_UNITS == 4,
               "hardact: HARDACT_STAGED_BROADCAST_UNITS must be 2 or 4");
+
+/// DRAM bandwidth per multiprocessor from which calls take StagedLoop::two_rows by the rule
+/// (dispatch_transform.cuh): the H200 (4.9 TB/s over 132 multiprocessors, 37 GB/s each) reads
+/// DRAM fast enough for a float bias's L2 reads to bind, and the form ran its bias rows 0.1-2.2%
+/// faster; on the H100 (3.35 TB/s, 25 GB/s each) the same rows ran 0.0-1.5% slower with it
+/// (docs/TUNING.md row 53). Two devices measured: a threshold between them, not a model.
+inline constexpr double kTwoRowsMinBandwidthPerMultiprocessor = 30e9;
 
 /// How the staged kernel is launched.
 struct StagedShape {

@@ -81,6 +81,9 @@ struct StagedRange {
   std::size_t staged_begin;
   std::size_t staged_end;
   std::size_t num_tiles;
+  /// StagedLoop::two_rows only: half tiles between the two halves of a tile, one period of every
+  /// broadcast operand's values.
+  std::size_t halves_apart = 0;
 };
 
 /// A unit of an input from its staging buffer. Values narrower than 32 bits stay in their words
@@ -259,13 +262,14 @@ __device__ __forceinline__ void transform_staged_units(const Op& op, const unsig
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /// One thread starts the copies of one tile into one stage and tells the stage's barrier how many
-/// bytes to wait for.
+/// bytes to wait for: the tile's, and `other_bytes` of copies the thread starts next.
 template <StagedCaching Caching, class TOut, class... TIn, std::size_t... I>
 __device__ __forceinline__ void issue_tile(unsigned char* stage, const std::size_t (&offsets)[sizeof...(TIn)],
                                            std::uint64_t* barrier, std::size_t first, std::size_t count,
-                                           cuda::std::index_sequence<I...>, const TIn*... in) {
+                                           std::uint32_t other_bytes, cuda::std::index_sequence<I...>,
+                                           const TIn*... in) {
   const GranuleWindow windows[] = {granule_window(in + first, count)...};
-  expect_stage_bytes(barrier, (windows[I].bytes + ...));
+  expect_stage_bytes(barrier, other_bytes + (windows[I].bytes + ...));
   if constexpr (caching_has(Caching, StagedCaching::evict_last_in_flight)) {
     const std::uint64_t policy = evict_last_policy();
     const auto copy = [&](auto input) {
@@ -354,6 +358,57 @@ __device__ __forceinline__ void wait_and_transform_tile(const Op& op, const Broa
                                                                    out + first, kInputs, kOperands);
   }
 }
+
+/// The second half of a StagedLoop::two_rows tile: plain copies of `count` elements at element
+/// `first` of each input into the second half of its staging buffer (the inputs are granule
+/// aligned there, so the half lands whole). Marking these evict-last too ran the float bias over
+/// bfloat16 x 0.3-0.7% slower on the H200 (docs/TUNING.md row 53).
+template <std::size_t HalfElements, class... TIn, std::size_t... I>
+__device__ __forceinline__ void issue_second_half(unsigned char* stage, const std::size_t (&offsets)[sizeof...(TIn)],
+                                                  std::uint64_t* barrier, std::size_t first, std::size_t count,
+                                                  cuda::std::index_sequence<I...>, const TIn*... in) {
+  (bulk_copy_to_shared(stage + offsets[I] + HalfElements * sizeof(TIn), granule_window(in + first, count), barrier),
+   ...);
+}
+
+/// Waits for a StagedLoop::two_rows tile, its halves at elements first0 (count0 elements) and
+/// first1 (count1, 0 without a second half), and computes the thread's units of both: units
+/// 0 .. UnitsPerThread/2 - 1 of the first half and the same units of the second, with the same
+/// broadcast values, loaded once.
+template <int BlockThreads, int UnitsPerThread, StagedCaching Caching, class TOut, class Op, class Broadcasts,
+          class... TIn>
+__device__ __forceinline__ void wait_and_transform_two_rows(const Op& op, const Broadcasts& broadcasts,
+                                                            const StagedRange& range, std::uint64_t* barrier,
+                                                            const unsigned char* stage,
+                                                            const std::size_t (&offsets)[sizeof...(TIn)],
+                                                            const unsigned (&shifts)[sizeof...(TIn)], std::size_t first0,
+                                                            std::size_t count0, std::size_t first1, std::size_t count1,
+                                                            TOut* out, const TIn*... in) {
+  constexpr int kUnit = kUnitElements<TOut, TIn...>;
+  constexpr int kHalfUnits = UnitsPerThread / 2;
+  constexpr std::size_t kHalf = StagedTile<BlockThreads, UnitsPerThread, TOut, TIn...>::kElements / 2;
+  constexpr int kPrefetched = kPrefetchedBroadcastUnits<UnitsPerThread, Broadcasts, TOut, TIn...>;
+  constexpr int kChunk = kPrefetched < kHalfUnits ? kPrefetched : kHalfUnits;
+  constexpr auto kInputs = cuda::std::index_sequence_for<TIn...>{};
+  constexpr auto kOperands = cuda::std::make_index_sequence<cuda::std::tuple_size_v<Broadcasts>>{};
+  UnitBroadcasts<kChunk, kUnit, Broadcasts> values;
+  load_unit_broadcasts<BlockThreads>(values, broadcasts, 0, first0, count0);
+  wait_stage_barrier(barrier, 0);
+  release_tile_lines<BlockThreads, kHalf, true, Caching, TOut>(range, first0, count0, kInputs, in...);
+#pragma unroll
+  for (int begin = 0; begin < kHalfUnits; begin += kChunk) {
+    if (begin > 0) load_unit_broadcasts<BlockThreads>(values, broadcasts, begin, first0, count0);
+    transform_staged_units<BlockThreads, Caching, Op, TOut, TIn...>(op, stage, offsets, shifts, count0, begin, values,
+                                                                   out + first0, kInputs, kOperands);
+    // The second half's units are kHalf elements further into the stage; their outputs start at
+    // first1, so the units index from first1 - kHalf.
+    if (count1 != 0) {
+      transform_staged_units<BlockThreads, Caching, Op, TOut, TIn...>(op, stage, offsets, shifts, kHalf + count1,
+                                                                     kHalfUnits + begin, values, out + (first1 - kHalf),
+                                                                     kInputs, kOperands);
+    }
+  }
+}
 #endif
 
 /// Block 0's share: the scalar head [0, staged_begin) and tail [staged_end, n).
@@ -372,7 +427,10 @@ __device__ __forceinline__ void transform_scalar_ends(const Op& op, const Staged
 /// How a staged kernel walks the tiles.
 enum class StagedLoop {
   one_tile,  ///< block b does tile b, with one stage: the grid has a block per tile
-  ring       ///< blocks take tiles with a grid stride, keeping up to `stages` in flight
+  ring,      ///< blocks take tiles with a grid stride, keeping up to `stages` in flight
+  /// one-tile blocks whose tile is two half tiles range.halves_apart half tiles apart, one period
+  /// of the broadcast values: the same columns of two rows, whose values are loaded once for both
+  two_rows
 };
 
 /// out[i] = op(in[i]..., broadcast values for i...) for i in [0, range.n). Launched with BlockThreads threads and
@@ -381,8 +439,11 @@ enum class StagedLoop {
 /// with any grid and 1 <= stages <= kMaxStages. The one-tile form is straight-line code (no loop,
 /// no 64-bit division for the block's tile count): on the H200 it ran double at 1.00 of the copy
 /// where the ring form with one stage ran 0.97, and it lost at most 0.5% to that form elsewhere
-/// (TUNING.md row 23). Compiled for an architecture without the bulk-copy engine it still gives
-/// the same results, one element per thread and step (the dispatch layer does not choose it there).
+/// (TUNING.md row 23). StagedLoop::two_rows takes range.halves_apart >= 1, an even UnitsPerThread,
+/// inputs on granule boundaries at range.staged_begin, broadcast values equal one half-tile
+/// distance of halves_apart further on, and ceil(half tiles / (2 * halves_apart)) * halves_apart
+/// blocks. Compiled for an architecture without the bulk-copy engine it still gives the same
+/// results, one element per thread and step (the dispatch layer does not choose it there).
 template <int BlockThreads, int UnitsPerThread, StagedLoop Loop, StagedCaching Caching, class Op, class Broadcasts,
           class TOut, class... TIn>
 __global__ void __launch_bounds__(BlockThreads)
@@ -411,13 +472,41 @@ __global__ void __launch_bounds__(BlockThreads)
     const std::size_t first = range.staged_begin + static_cast<std::size_t>(blockIdx.x) * Tile::kElements;
     if (threadIdx.x == 0 && has_tile) {
       init_stage_barrier(&barriers[0]);
-      issue_tile<Caching, TOut>(stages_base, offsets, &barriers[0], first, tile_count(first), Inputs{}, in...);
+      issue_tile<Caching, TOut>(stages_base, offsets, &barriers[0], first, tile_count(first), 0, Inputs{}, in...);
     }
     __syncthreads();  // the barrier is initialised before anyone waits on it
     if (blockIdx.x == 0) transform_scalar_ends<BlockThreads>(op, range, broadcasts, out, in...);  // while the tile is in flight
     if (!has_tile) return;
     wait_and_transform_tile<BlockThreads, UnitsPerThread, Caching>(op, broadcasts, range, &barriers[0], 0, stages_base,
                                                                    offsets, shifts, first, tile_count(first), out, in...);
+  } else if constexpr (Loop == StagedLoop::two_rows) {
+    (void)stages;
+    // Block b takes half tiles lead and lead + apart, lead running through the first `apart` half
+    // tiles of every 2 * apart: each half tile once, the grid rounded up to whole groups.
+    constexpr std::size_t kHalf = Tile::kElements / 2;
+    const std::size_t apart = range.halves_apart;
+    const std::size_t halves = (range.staged_end - range.staged_begin + kHalf - 1) / kHalf;
+    const std::size_t lead = blockIdx.x / apart * (2 * apart) + blockIdx.x % apart;
+    const bool has_tile = lead < halves;
+    const std::size_t first0 = range.staged_begin + lead * kHalf, first1 = first0 + apart * kHalf;
+    const auto half_count = [&](std::size_t first) {
+      return range.staged_end - first < kHalf ? range.staged_end - first : kHalf;
+    };
+    const std::size_t count0 = has_tile ? half_count(first0) : 0;
+    const std::size_t count1 = lead + apart < halves ? half_count(first1) : 0;
+    if (threadIdx.x == 0 && has_tile) {
+      init_stage_barrier(&barriers[0]);
+      std::uint32_t second_bytes = 0;
+      if (count1 != 0) second_bytes = (granule_window(in + first1, count1).bytes + ...);
+      issue_tile<Caching, TOut>(stages_base, offsets, &barriers[0], first0, count0, second_bytes, Inputs{}, in...);
+      if (count1 != 0) issue_second_half<kHalf>(stages_base, offsets, &barriers[0], first1, count1, Inputs{}, in...);
+    }
+    __syncthreads();  // the barrier is initialised before anyone waits on it
+    if (blockIdx.x == 0) transform_scalar_ends<BlockThreads>(op, range, broadcasts, out, in...);  // while the tile is in flight
+    if (!has_tile) return;
+    wait_and_transform_two_rows<BlockThreads, UnitsPerThread, Caching>(op, broadcasts, range, &barriers[0], stages_base,
+                                                                      offsets, shifts, first0, count0, first1, count1,
+                                                                      out, in...);
   } else {
     const std::size_t stride = gridDim.x;
     const std::size_t my_tiles =
@@ -430,7 +519,7 @@ __global__ void __launch_bounds__(BlockThreads)
       for (std::size_t k = 0; k < stage_count && k < my_tiles; ++k) {
         const std::size_t first = tile_first(k);
         issue_tile<Caching, TOut>(stages_base + k * Tile::kStageBytes, offsets, &barriers[k], first,
-                                  tile_count(first), Inputs{}, in...);
+                                  tile_count(first), 0, Inputs{}, in...);
       }
     }
     __syncthreads();  // the barriers are initialised before anyone waits on them
@@ -448,7 +537,7 @@ __global__ void __launch_bounds__(BlockThreads)
       if (threadIdx.x == 0 && k + stage_count < my_tiles) {
         order_reads_before_bulk_copy();
         const std::size_t next = tile_first(k + stage_count);
-        issue_tile<Caching, TOut>(stage_data, offsets, &barriers[stage], next, tile_count(next), Inputs{}, in...);
+        issue_tile<Caching, TOut>(stage_data, offsets, &barriers[stage], next, tile_count(next), 0, Inputs{}, in...);
       }
       if (++stage == stage_count) {
         stage = 0;
