@@ -3,6 +3,7 @@
 // the *_pt rows PyTorch bench_fused.py's NCHW shape (256, 1536, 64, 64). Built by hand against a tree, e.g.
 //   nvcc -std=c++17 -O3 -Iinclude -gencode=arch=compute_90,code=sm_90 -DVARIANT='"name"' docs/tuning/broadcast-probe.cu
 // and run as `[PROBE_UNITS=1|2] [PROBE_BLOCKS=b PROBE_STAGES=s] [PROBE_PATH=direct|staged] [PROBE_ROWS=bn_nhwc,...]
+//   [PROBE_TWO_ROWS=1|-1 (StagedLoop::two_rows wherever a call can take it, or never; row 53)]
 //   ./a.out [reps] [bf16|float|bf16f|both|all]`. (Since TUNING.md row 48 a half/bfloat16 broadcast call has 4-unit
 // kernels only, so PROBE_UNITS=1|2 leaves it at 4; build with -DHARDACT_STAGED_BROADCAST_UNITS=2 for 2.)
 // With PROBE_VERIFY=1 each row runs once, on varied data, and its output is compared byte for byte with the
@@ -32,7 +33,7 @@ template <class F> float time_ms(F f) {
 float median(std::vector<float> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; }
 std::string shape_name() {
   std::string name;
-  for (const char* v : {"PROBE_PATH", "PROBE_UNITS", "PROBE_BLOCKS", "PROBE_STAGES"}) {
+  for (const char* v : {"PROBE_TWO_ROWS", "PROBE_PATH", "PROBE_UNITS", "PROBE_BLOCKS", "PROBE_STAGES"}) {
     if (const char* value = std::getenv(v)) name += std::string(v + 6, 1) + value;
   }
   return name.empty() ? "rule" : name;
@@ -105,6 +106,7 @@ int main(int argc, char** argv) {
   if (const char* u = std::getenv("PROBE_UNITS")) tuning.staged_units_per_thread = std::atoi(u);
   if (const char* b = std::getenv("PROBE_BLOCKS")) tuning.staged_blocks_per_multiprocessor = std::atoi(b);
   if (const char* s = std::getenv("PROBE_STAGES")) tuning.staged_stages = std::atoi(s);
+  if (const char* p = std::getenv("PROBE_TWO_ROWS")) tuning.staged_two_rows = std::atoi(p);
   if (const char* p = std::getenv("PROBE_PATH")) {
     tuning.path = std::string(p) == "direct" ? hardact::detail::TransformPath::direct : hardact::detail::TransformPath::staged;
   }
