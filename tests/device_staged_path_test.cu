@@ -10,6 +10,7 @@
 #include "support/paths.hpp"
 #include "support/reference.hpp"
 #include "support/reference_family.hpp"
+#include "support/scoped_tuning.hpp"
 #include "support/transform_check.hpp"
 
 #include <hardact/hardact.cuh>
@@ -160,19 +161,6 @@ TEST(DeviceStagedPath, EveryShapeWithBroadcasts) {
     if (HasFatalFailure()) return;
   }
 }
-
-/// Sets TransformTuning::staged_two_rows for the lifetime of the object: 1 takes StagedLoop::two_rows
-/// wherever a call can, on any device.
-class ScopedTwoRows {
- public:
-  explicit ScopedTwoRows(int mode) : previous_(hardact::detail::transform_tuning().staged_two_rows.exchange(mode)) {}
-  ~ScopedTwoRows() { hardact::detail::transform_tuning().staged_two_rows.store(previous_); }
-  ScopedTwoRows(const ScopedTwoRows&) = delete;
-  ScopedTwoRows& operator=(const ScopedTwoRows&) = delete;
-
- private:
-  int previous_;
-};
 
 /// Half a staged tile of a one-tile call with `Units` units per thread, in elements.
 template <int Units, class TOut, class... TIn>

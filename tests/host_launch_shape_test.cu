@@ -1,6 +1,8 @@
 // The dispatch layer's shape rule (dispatch/launch_shape.cuh) on the properties of the two Hopper
 // cards it was measured on and of cards it was not: which path, how large a staged tile, and when
 // the persistent grid takes over. Host only: the rule is arithmetic on cached properties.
+#include "support/scoped_tuning.hpp"
+
 #include <hardact/hardact.cuh>
 
 #include <gtest/gtest.h>
@@ -254,19 +256,8 @@ TEST(LaunchShape, StagedRangeStartsOnAKibibyteBoundaryOfTheOutput) {
   EXPECT_EQ(short_range.staged_begin, short_range.staged_end);
 }
 
-/// Sets TransformTuning::staged_two_rows for the lifetime of the object.
-class ScopedTwoRows {
- public:
-  explicit ScopedTwoRows(int mode) : previous_(hardact::detail::transform_tuning().staged_two_rows.exchange(mode)) {}
-  ~ScopedTwoRows() { hardact::detail::transform_tuning().staged_two_rows.store(previous_); }
-  ScopedTwoRows(const ScopedTwoRows&) = delete;
-  ScopedTwoRows& operator=(const ScopedTwoRows&) = delete;
-
- private:
-  int previous_;
-};
-
 TEST(LaunchShape, TwoRowsFormForLongRunsOfOneElementOnTheH200) {
+  using hardact_test::ScopedTwoRows;
   using hardact::per_channel;
   using hardact::detail::prepare_broadcast;
   using hardact::detail::staged_range;

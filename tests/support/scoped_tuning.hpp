@@ -1,0 +1,21 @@
+// Test support: TransformTuning switches held for a scope (dispatch/launch_shape.cuh).
+#pragma once
+
+#include <hardact/hardact.cuh>
+
+namespace hardact_test {
+
+/// Sets TransformTuning::staged_two_rows for the lifetime of the object: 1 takes
+/// StagedLoop::two_rows wherever a call can, on any device; -1 never; 0 the rule.
+class ScopedTwoRows {
+ public:
+  explicit ScopedTwoRows(int mode) : previous_(hardact::detail::transform_tuning().staged_two_rows.exchange(mode)) {}
+  ~ScopedTwoRows() { hardact::detail::transform_tuning().staged_two_rows.store(previous_); }
+  ScopedTwoRows(const ScopedTwoRows&) = delete;
+  ScopedTwoRows& operator=(const ScopedTwoRows&) = delete;
+
+ private:
+  int previous_;
+};
+
+}  // namespace hardact_test
