@@ -170,7 +170,7 @@ static_assert(HARDACT_STAGED_BROADCAST_UNITS == 2 || HARDACT_STAGED_BROADCAST_UN
 /// DRAM bandwidth per multiprocessor from which calls take StagedLoop::two_rows by the rule
 /// (dispatch_transform.cuh): the H200 (4.9 TB/s over 132 multiprocessors, 37 GB/s each) reads
 /// DRAM fast enough for a float bias's L2 reads to bind, and the form ran its bias rows 0.1-2.2%
-/// faster; on the H100 (3.35 TB/s, 25 GB/s each) the same rows ran 0.0-1.5% slower with it
+/// faster; on the H100 (3.35 TB/s, 25 GB/s each) the same rows ran 0.0-1.7% slower with it
 /// (docs/TUNING.md row 53). Two devices measured: a threshold between them, not a model.
 inline constexpr double kTwoRowsMinBandwidthPerMultiprocessor = 30e9;
 
