@@ -260,6 +260,15 @@ inline constexpr bool kTwoRowsBroadcasts = false;
 template <class... D>
 inline constexpr bool kTwoRowsBroadcasts<cuda::std::tuple<D...>> = sizeof...(D) > 0 && (!D::kSpanned && ...);
 
+/// Blocks of a StagedLoop::two_rows grid whose tiles' halves are `apart` half tiles apart: every
+/// group of 2 * apart half tiles of the staged range, the last one rounded up, takes apart blocks.
+template <class Tile>
+std::size_t two_rows_blocks(const StagedRange& range, std::size_t apart) {
+  constexpr std::size_t kHalf = Tile::kElements / 2;
+  const std::size_t halves = (range.staged_end - range.staged_begin + kHalf - 1) / kHalf;
+  return (halves + 2 * apart - 1) / (2 * apart) * apart;
+}
+
 /// Half tiles between the two halves of a StagedLoop::two_rows tile for this call, or 0 where it
 /// does not take that form. It takes it on devices whose DRAM is fast for their multiprocessors
 /// (kTwoRowsMinBandwidthPerMultiprocessor), where every broadcast operand is a run of one element
@@ -285,16 +294,15 @@ std::size_t two_rows_halves_apart(const DeviceProperties& device, const cuda::st
   if (!same_runs || period % kHalf != 0 || (forced == 0 && period < Tile::kElements)) return 0;
   if (!((address_of(in + range.staged_begin) % kBulkCopyGranule == 0) && ...)) return 0;
   const std::size_t apart = period / kHalf;
-  const std::size_t halves = (range.staged_end - range.staged_begin + kHalf - 1) / kHalf;
-  if (halves < 2 * apart) return 0;
-  const std::size_t groups = (halves + 2 * apart - 1) / (2 * apart);
-  return groups <= max_blocks / apart ? apart : 0;
+  if (range.staged_end - range.staged_begin <= (2 * apart - 1) * kHalf) return 0;  // under two periods
+  return two_rows_blocks<Tile>(range, apart) <= max_blocks ? apart : 0;
 }
 
 /// Launches the staged kernel with `shape` (stages >= 1): a block per tile (the straight-line
 /// one-tile form, or its two-rows form where two_rows_halves_apart finds one) when the shape asks
-/// for one tile and one stage per block and the grid can hold every tile; otherwise the ring form, as a grid of blocks of `tiles_per_block` tiles each, or a
-/// persistent grid of as many blocks as the shape keeps resident.
+/// for one tile and one stage per block and the grid can hold every tile; otherwise the ring form,
+/// as a grid of blocks of `tiles_per_block` tiles each, or a persistent grid of as many blocks as
+/// the shape keeps resident.
 template <int UnitsPerThread, StagedCaching Caching, int RequestedBlockThreads = 0, class Op, class Broadcasts,
           class TOut, class... TIn>
 cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape, const DeviceProperties& device,
@@ -314,9 +322,7 @@ cudaError_t launch_staged(const Op& op, std::size_t n, const StagedShape& shape,
       StagedRange rows = range;
       rows.halves_apart = two_rows_halves_apart<Tile>(device, located, range, max_blocks, in...);
       if (rows.halves_apart > 0) {
-        const std::size_t halves = (range.staged_end - range.staged_begin + Tile::kElements / 2 - 1) / (Tile::kElements / 2);
-        const std::size_t groups = (halves + 2 * rows.halves_apart - 1) / (2 * rows.halves_apart);
-        config.gridDim = dim3(static_cast<unsigned int>(groups * rows.halves_apart));
+        config.gridDim = dim3(static_cast<unsigned int>(two_rows_blocks<Tile>(range, rows.halves_apart)));
         return cudaLaunchKernelEx(&config,
                                   staged_transform_kernel<BlockThreads, UnitsPerThread, StagedLoop::two_rows, Caching, Op,
                                                           Broadcasts, TOut, TIn...>,
