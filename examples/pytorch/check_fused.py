@@ -26,6 +26,7 @@ Prints FAIL lines and ends with `N passed, M failed[, K skipped]`; exit 0 no fai
 from __future__ import annotations
 
 import copy
+import re
 import sys
 
 import torch
@@ -36,6 +37,10 @@ from checklib import FLOAT_DTYPES, NAMES, Results, import_package, mismatch_repo
 
 ha = import_package()
 ops = torch.ops.hardact
+
+# (x shape, gate shape): a Linear's output, its transpose's shape, a sequence, an image batch.
+GATE_SHAPES = [((33, 17), (33, 17)), ((9, 5), (9, 5)), ((4, 7, 11), (4, 7, 1)), ((3, 6, 5, 5), (3, 6, 1, 1)),
+               ((3, 6, 5, 5), (3, 6))]
 
 ACTIVATIONS = [("identity", -1.0, 1.0), ("hardsigmoid", -1.0, 1.0), ("hardswish", -1.0, 1.0),
                ("relu6", 0.0, 6.0), ("hardtanh", -0.3, 0.7), ("relu", 0.0, float("inf"))]
@@ -76,6 +81,21 @@ def channel_view(p: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     return p.reshape([1, x.shape[1]] + [1] * (x.dim() - 2))
 
 
+def meta_like(x: torch.Tensor) -> torch.Tensor:
+    """A meta tensor with x's sizes, strides and dtype: what torch.compile's fake kernels see."""
+    return torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device="meta")
+
+
+def layout_report(got: torch.Tensor, x: torch.Tensor, fake_call) -> str:
+    """"" when the CUDA kernel's output strides equal the fake kernel's for the same input
+    (fake_call(meta_like(x))) and torch.empty_like(x)'s (PyTorch's pointwise layout rule)."""
+    fake = fake_call(meta_like(x)).stride()
+    expected = torch.empty_like(x).stride()
+    if got.stride() == fake == expected:
+        return ""
+    return f"strides: CUDA {got.stride()}, fake {fake}, empty_like(x) {expected} (x {tuple(x.shape)} {x.stride()})"
+
+
 def reference_scale_shift(x, scale, shift, activation, min_val, max_val):
     ct = compute_dtype(x.dtype)
     z = x.to(ct)
@@ -100,6 +120,7 @@ def layouts(dtype: torch.dtype, generator: torch.Generator) -> list[tuple[str, t
         ("offset view", base[1:].view(4, 6, 7, 9)),
         ("2-D", data(33, 70)[:-1].view(33, 70)),
         ("gapped", base[:-1].view(4, 6, 7, 9)[:, :, :, ::2]),
+        ("channels-last gapped", base[:-1].view(4, 6, 7, 9).contiguous(memory_format=torch.channels_last)[:, :, 1:, :]),
         ("3-D", data(5, 12, 31)[:-1].view(5, 12, 31)),
     ]
 
@@ -135,7 +156,39 @@ def check_fakes(results: Results) -> None:
                    "fake: gate of the wrong shape")
     g = ops.hardsigmoid_gate(x, torch.empty(2, 6, 1, 1, device="meta"))
     results.record("" if g.shape == x.shape else f"shape {g.shape}", "fake hardsigmoid_gate shape")
+    # Every shape the forward accepts differentiates (the autograd formula's reduction runs on meta).
+    for x_shape, gate_shape in GATE_SHAPES:
+        xm = torch.empty(x_shape, device="meta", requires_grad=True)
+        gm = torch.empty(gate_shape, device="meta", requires_grad=True)
+        try:
+            dx, dgate = torch.autograd.grad(ha.hardsigmoid_gate(xm, gm), (xm, gm), torch.empty(x_shape, device="meta"))
+            report = "" if dx.shape == xm.shape and dgate.shape == gm.shape else f"shapes {dx.shape} {dgate.shape}"
+        except Exception as error:  # noqa: BLE001
+            report = f"{type(error).__name__}: {error}"
+        results.record(report, f"hardsigmoid_gate backward on meta, x {x_shape}, gate {gate_shape}")
     print(f"fake kernels: {results.summary()}")
+
+
+def check_other_device_errors(results: Results) -> None:
+    """A CPU x raises ValueError naming what computes the op on other devices, and only what exists."""
+    x, p = torch.randn(2, 4, 3, 3), torch.randn(4)
+    for what, call, expected in (
+            ("scale_shift_activation", lambda: ha.scale_shift_activation(x, p, p, "hardswish"), "x * scale"),
+            ("bias_activation", lambda: ha.bias_activation(x, p, "relu6"), "x * scale"),
+            ("residual_activation", lambda: ha.residual_activation(x, x, "relu6"), "x + residual"),
+            ("hardsigmoid_gate", lambda: ha.hardsigmoid_gate(x, torch.randn(2, 4, 1, 1)), "hardsigmoid(gate")):
+        try:
+            call()
+            report = "did not raise"
+        except ValueError as error:
+            message = str(error)
+            missing = [name for name in re.findall(r"torch\.nn\.functional\.(\w+)", message) if not hasattr(F, name)]
+            report = (f"names functions that do not exist: {missing}: {message}" if missing else
+                      "" if expected in message else f"does not give the expression ({expected!r}): {message}")
+        except Exception as error:  # noqa: BLE001
+            report = f"raised {type(error).__name__} ({error}), expected ValueError"
+        results.record(report, f"{what} on a CPU tensor: the error names what to use")
+    print(f"other-device errors: {results.summary()}")
 
 
 def check_compile_tracing(results: Results) -> None:
@@ -303,9 +356,9 @@ def check_forward(results: Results, generator: torch.Generator) -> None:
                         z = x * channel_view(s, x) + channel_view(t, x) if s is not None else x + channel_view(t, x)
                         results.record(mismatch_report(got, reference_activation(z, activation, lo, hi), x),
                                        what + " vs eager ops")
-                    if got.is_contiguous(memory_format=torch.channels_last) != \
-                            x.is_contiguous(memory_format=torch.channels_last) and layout != "gapped":
-                        results.record("layout changed", what + " keeps the layout")
+                    results.record(layout_report(got, x, lambda m: ops.scale_shift_activation(
+                        m, None if s is None else s.to("meta"), None if t is None else t.to("meta"),
+                        activation, lo, hi)), what + " layout: real = fake = empty_like(x)")
                 if dtype in (torch.float16, torch.bfloat16):
                     # Parameters of x's dtype are read as they are (no float copy): the same values.
                     narrow_scale, narrow_shift = scale.to(dtype), shift.to(dtype)
@@ -323,15 +376,21 @@ def check_forward(results: Results, generator: torch.Generator) -> None:
                 ct = compute_dtype(dtype)
                 expected = reference_activation(x.to(ct) + residual.to(ct), activation, lo, hi).to(dtype)
                 results.record(mismatch_report(got, expected, x), f"residual_activation {activation} {NAMES[dtype]} {layout}")
-            if x.dim() == 4:
-                gate = salted_random(x.shape[0] * c, dtype, generator, device="cuda").view(x.shape[0], c, 1, 1)
-                got = ha.hardsigmoid_gate(x, gate)
-                ct = compute_dtype(dtype)
-                expected = (x.to(ct) * reference_activation(gate.to(ct), "hardsigmoid", 0, 0)).to(dtype)
-                results.record(mismatch_report(got, expected, x), f"hardsigmoid_gate {NAMES[dtype]} {layout}")
-                if dtype == torch.float32:
-                    results.record(mismatch_report(got, x * F.hardsigmoid(gate), x),
-                                   f"hardsigmoid_gate {layout} vs eager ops")
+                results.record(layout_report(got, x, lambda m: ops.residual_activation(
+                    m, torch.empty_like(m), activation, lo, hi)),
+                    f"residual_activation {activation} {NAMES[dtype]} {layout} layout: real = fake = empty_like(x)")
+            # Every layout, 2-D and 3-D x included: one gate value per (n, c).
+            gate = salted_random(x.shape[0] * c, dtype, generator, device="cuda").view(
+                [x.shape[0], c] + [1] * (x.dim() - 2))
+            got = ha.hardsigmoid_gate(x, gate)
+            ct = compute_dtype(dtype)
+            expected = (x.to(ct) * reference_activation(gate.to(ct), "hardsigmoid", 0, 0)).to(dtype)
+            results.record(mismatch_report(got, expected, x), f"hardsigmoid_gate {NAMES[dtype]} {layout}")
+            results.record(layout_report(got, x, lambda m: ops.hardsigmoid_gate(m, gate.to("meta"))),
+                           f"hardsigmoid_gate {NAMES[dtype]} {layout} layout: real = fake = empty_like(x)")
+            if dtype == torch.float32:
+                results.record(mismatch_report(got, x * F.hardsigmoid(gate), x),
+                               f"hardsigmoid_gate {layout} vs eager ops")
         print(f"forward {NAMES[dtype]:9}: {results.summary()}")
     # bfloat16 x with bfloat16 parameters: used in float32 too.
     x = salted_random(2 * 8 * 9 * 9, torch.bfloat16, generator, device="cuda").view(2, 8, 9, 9)
@@ -413,6 +472,27 @@ def check_autograd(results: Results, generator: torch.Generator) -> None:
     except Exception as error:  # noqa: BLE001
         report = f"{type(error).__name__}: {str(error)[:400]}"
     results.record(report, "gradcheck hardsigmoid_gate")
+    # The gate's gradients on 2-D, 3-D and 4-D x (and a transposed 2-D x) against eager's autograd of
+    # x * F.hardsigmoid(gate): dx bit for bit, dgate allclose (its sum runs in another order).
+    for x_shape, gate_shape in GATE_SHAPES:
+        for transposed in (False, True) if len(x_shape) == 2 else (False,):
+            x32 = torch.randn(x_shape[::-1] if transposed else x_shape, device="cuda", generator=generator)
+            x32 = x32.t() if transposed else x32
+            g32 = torch.randn(gate_shape, device="cuda", generator=generator) * 4
+            grad = torch.randn(x_shape, device="cuda", generator=generator)
+            what = f"hardsigmoid_gate float32 gradients x {x_shape}{' transposed' if transposed else ''}, gate {gate_shape}"
+            try:
+                leaves = [v.clone().requires_grad_() for v in (x32, g32)]
+                ours = torch.autograd.grad(ha.hardsigmoid_gate(*leaves), leaves, grad)
+                leaves = [v.clone().requires_grad_() for v in (x32, g32)]
+                view = leaves[1].reshape(list(x_shape[:2]) + [1] * (len(x_shape) - 2))
+                theirs = torch.autograd.grad(leaves[0] * F.hardsigmoid(view), leaves, grad)
+                close = torch.allclose(ours[1], theirs[1], rtol=1e-5, atol=1e-5)
+                report = mismatch_report(ours[0], theirs[0], x32) or (
+                    "" if close else f"dgate max diff {(ours[1] - theirs[1]).abs().max().item():.3g}")
+            except Exception as error:  # noqa: BLE001
+                report = f"{type(error).__name__}: {error}"
+            results.record(report, what)
     # float32 gradients against eager's autograd of the same expression (channels-last too).
     for layout in ("NCHW", "channels-last"):
         x32 = torch.randn(4, 8, 6, 6, device="cuda", generator=generator)
@@ -535,7 +615,8 @@ def check_real_models(results: Results, generator: torch.Generator) -> None:
 
 def main() -> int:
     return run_checks(__doc__.split("\n\n")[0],
-                      [check_registration, check_fakes, check_compile_tracing, check_rewrite_cpu, check_dtensor_rules],
+                      [check_registration, check_fakes, check_other_device_errors, check_compile_tracing,
+                       check_rewrite_cpu, check_dtensor_rules],
                       [check_forward, check_refusals, check_opcheck, check_autograd, check_cuda_graph,
                        check_squeeze_excitation, check_real_models],
                       without_generator=(check_refusals,))

@@ -195,7 +195,9 @@ def replace_activations(model: nn.Module) -> int:
 # shift of a folded BatchNorm, a bias, a residual or a squeeze-excitation gate (csrc/fused_ops.cu).
 # Computed in float (double for float64) and rounded once; x * scale and + shift are rounded
 # separately, never fused into an FMA. Under torch.compile they are the same expression in ATen
-# operators, which Inductor fuses itself.
+# operators, which Inductor fuses itself: results are then Inductor's. It contracts x * scale + shift
+# into an FMA, so scale_shift_activation with a scale may differ from the eager op in the last bit
+# (every dtype); the other forms have no multiply-add to contract.
 
 
 def _activation_reference(z: torch.Tensor, activation: str, min_val: float, max_val: float) -> torch.Tensor:

@@ -167,7 +167,10 @@ struct HardsigmoidGateBackward final : torch::autograd::TraceableFunction {
       grad_inputs[0] = (grad * broadcast_view(gate_values(gate, type), x, true)).to(x.scalar_type());
     }
     if (should_compute_output(1)) {
-      const Tensor summed = (grad * x.to(type)).sum(reduced_dims(x, true)).reshape(gate.sizes());
+      // A 2-D x has one element per (n, c): nothing to sum (an empty dim list would sum them all).
+      const std::vector<int64_t> dims = reduced_dims(x, true);
+      const Tensor products = grad * x.to(type);
+      const Tensor summed = (dims.empty() ? products : products.sum(dims)).reshape(gate.sizes());
       grad_inputs[1] = at::hardsigmoid_backward(summed, gate.to(type)).to(gate.scalar_type());
     }
     return grad_inputs;

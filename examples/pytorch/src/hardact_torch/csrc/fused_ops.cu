@@ -15,8 +15,9 @@
 //
 // Layout: the per-channel value of element i of a non-overlapping, dense tensor is
 // value[(i / stride(1)) % C] in memory order, whatever the order of its dimensions (NCHW,
-// channels-last, a row-major [M, C] matrix): one broadcast operand covers them all. Other layouts
-// go through one dense copy. The per-(n, c) gate is per_channel over N * C for NCHW x and
+// channels-last, a row-major [M, C] matrix): one broadcast operand covers them all. Outputs take
+// at::empty_like(x)'s layout, as PyTorch's pointwise ops and the fake kernels do; a non-dense x is
+// first copied into that layout. The per-(n, c) gate is per_channel over N * C for NCHW x and
 // per_sample_channel (C values per sample) for channels-last x; other layouts go through ATen.
 
 #include "fused_activation.h"
@@ -118,10 +119,10 @@ at::Tensor scale_shift_activation(const at::Tensor& x, const c10::optional<at::T
   const at::Tensor shift_values =
       shift.has_value() ? channel_parameter(kName, "shift", *shift, x, channels, param_type) : at::Tensor();
   const c10::cuda::CUDAGuard device_guard(x.device());
-  const at::Tensor input = x.is_non_overlapping_and_dense() ? x : x.contiguous();
-  at::Tensor out = at::empty_like(input);
-  const std::size_t n = static_cast<std::size_t>(input.numel());
+  at::Tensor out = at::empty_like(x);  // the layout rule of PyTorch's pointwise ops, and of the fake kernel
+  const std::size_t n = static_cast<std::size_t>(x.numel());
   if (n == 0) return out;
+  const at::Tensor input = in_layout_of(x, out);  // x itself unless x is not dense
   const std::size_t c = static_cast<std::size_t>(channels);
   const std::size_t inner = channels > 1 ? static_cast<std::size_t>(input.stride(1)) : 1;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
@@ -163,11 +164,11 @@ at::Tensor residual_activation(const at::Tensor& x, const at::Tensor& residual, 
   const FusedActivation activation = parse_activation(kName, activation_name);
   if (activation == FusedActivation::hardtanh) check_bounds(kName, min_val, max_val);
   const c10::cuda::CUDAGuard device_guard(x.device());
-  const at::Tensor input = x.is_non_overlapping_and_dense() ? x : x.contiguous();
-  at::Tensor out = at::empty_like(input);
-  const at::Tensor added = in_layout_of(residual, out);
-  const std::size_t n = static_cast<std::size_t>(input.numel());
+  at::Tensor out = at::empty_like(x);  // the layout rule of PyTorch's pointwise ops, and of the fake kernel
+  const std::size_t n = static_cast<std::size_t>(x.numel());
   if (n == 0) return out;
+  const at::Tensor input = in_layout_of(x, out);
+  const at::Tensor added = in_layout_of(residual, out);
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
   check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
                  using T = typename decltype(tag)::type;
@@ -204,14 +205,14 @@ at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
     std::vector<int64_t> gate_shape(static_cast<std::size_t>(x.dim()), 1);
     gate_shape[0] = x.size(0);
     gate_shape[1] = x.size(1);
+    at::Tensor out = at::empty_like(x);  // the layout rule of PyTorch's pointwise ops
     if (x.scalar_type() == at::kDouble) {  // a tensor divisor: ATen multiplies by 1/scalar
       const at::Tensor relu6 = (gate.reshape(gate_shape) + 3.0).clamp(0.0, 6.0);
-      return x * (relu6 / at::full_like(relu6, 6.0));
+      return at::mul_out(out, x, relu6 / at::full_like(relu6, 6.0));
     }
     // A float gate makes float the multiplication's compute type; writing into x's dtype rounds
     // once, in the same pass (a float copy of x and a conversion back were two more passes).
     const at::Tensor scale = at::hardsigmoid(gate.reshape(gate_shape).to(at::kFloat));
-    at::Tensor out = at::empty_like(x);
     return at::mul_out(out, x, scale);
   }
   at::Tensor out = at::empty_like(x);

@@ -37,9 +37,10 @@ class GilRelease {
   PyThreadState* state_;
 };
 
-/// The tensor argument: a torch.Tensor (or subclass) on a CUDA device or the meta device (shape
-/// tracing, which runs the fake kernels). Anything else raises as the Python API documents.
-const Tensor& tensor_argument(const char* name, PyObject* object) {
+/// The tensor argument x: a torch.Tensor (or subclass) on a CUDA device or the meta device (shape
+/// tracing, which runs the fake kernels). Anything else raises, naming what to use on other devices:
+/// `other_devices` (torch.nn.functional.<name> when null).
+const Tensor& tensor_argument(const char* name, PyObject* object, const char* other_devices = nullptr) {
   if (!THPVariable_Check(object)) {
     PyErr_Format(PyExc_TypeError, "hardact.%s: expected a torch.Tensor, got %s", name, Py_TYPE(object)->tp_name);
     throw python_error();
@@ -47,13 +48,34 @@ const Tensor& tensor_argument(const char* name, PyObject* object) {
   const Tensor& x = THPVariable_Unpack(object);
   if (!x.is_cuda() && !x.is_meta()) {
     const std::string device = x.device().str();
-    PyErr_Format(PyExc_ValueError,
-                 "hardact.%s: expected a CUDA tensor, got one on %s; use torch.nn.functional.%s for other devices",
-                 name, device.c_str(), name);
+    const std::string alternative =
+        other_devices != nullptr ? std::string(other_devices) : "torch.nn.functional." + std::string(name);
+    PyErr_Format(PyExc_ValueError, "hardact.%s: expected a CUDA tensor, got one on %s; for other devices use %s",
+                 name, device.c_str(), alternative.c_str());
     throw python_error();
   }
   return x;
 }
+
+/// A tensor argument beside x (a parameter, a residual, a gate): its device is checked against x's
+/// by the operator, which names both.
+const Tensor& other_tensor_argument(const char* name, PyObject* object) {
+  if (!THPVariable_Check(object)) {
+    PyErr_Format(PyExc_TypeError, "hardact.%s: expected a torch.Tensor, got %s", name, Py_TYPE(object)->tp_name);
+    throw python_error();
+  }
+  return THPVariable_Unpack(object);
+}
+
+// What computes each fused operator on other devices: the expression in torch operators, the one
+// hardact_torch itself traces under torch.compile.
+constexpr char kScaleShiftElsewhere[] =
+    "the same expression in torch operators: activation(x * scale.view(1, -1, 1, 1) + shift.view(1, -1, 1, 1)) "
+    "for 4-D x, e.g. torch.nn.functional.hardswish(...)";
+constexpr char kResidualElsewhere[] =
+    "the same expression in torch operators: activation(x + residual), e.g. torch.nn.functional.relu6(x + residual)";
+constexpr char kGateElsewhere[] =
+    "the same expression in torch operators: x * torch.nn.functional.hardsigmoid(gate.view(N, C, 1, 1))";
 
 double float_argument(PyObject* object) {
   const double value = PyFloat_AsDouble(object);
@@ -152,7 +174,7 @@ PyObject* hardtanh_inplace(PyObject* /*module*/, PyObject* const* args, Py_ssize
 /// A tensor argument that may be None.
 c10::optional<Tensor> optional_tensor_argument(const char* name, PyObject* object) {
   if (object == Py_None) return c10::nullopt;
-  return tensor_argument(name, object);
+  return other_tensor_argument(name, object);
 }
 
 c10::string_view string_argument(PyObject* object) {
@@ -167,7 +189,7 @@ PyObject* scale_shift_activation(PyObject* /*module*/, PyObject* const* args, Py
   HANDLE_TH_ERRORS
   constexpr const char* kName = "scale_shift_activation";
   expect_arguments(kName, nargs, 6);
-  const Tensor& x = tensor_argument(kName, args[0]);
+  const Tensor& x = tensor_argument(kName, args[0], kScaleShiftElsewhere);
   const c10::optional<Tensor> scale = optional_tensor_argument(kName, args[1]);
   const c10::optional<Tensor> shift = optional_tensor_argument(kName, args[2]);
   const c10::string_view activation = string_argument(args[3]);
@@ -188,8 +210,8 @@ PyObject* residual_activation(PyObject* /*module*/, PyObject* const* args, Py_ss
   HANDLE_TH_ERRORS
   constexpr const char* kName = "residual_activation";
   expect_arguments(kName, nargs, 5);
-  const Tensor& x = tensor_argument(kName, args[0]);
-  const Tensor& residual = tensor_argument(kName, args[1]);
+  const Tensor& x = tensor_argument(kName, args[0], kResidualElsewhere);
+  const Tensor& residual = other_tensor_argument(kName, args[1]);
   const c10::string_view activation = string_argument(args[2]);
   const double min_val = float_argument(args[3]), max_val = float_argument(args[4]);
   static const auto op = find_op<Tensor(const Tensor&, const Tensor&, c10::string_view, double, double)>(
@@ -208,8 +230,8 @@ PyObject* hardsigmoid_gate(PyObject* /*module*/, PyObject* const* args, Py_ssize
   HANDLE_TH_ERRORS
   constexpr const char* kName = "hardsigmoid_gate";
   expect_arguments(kName, nargs, 2);
-  const Tensor& x = tensor_argument(kName, args[0]);
-  const Tensor& gate = tensor_argument(kName, args[1]);
+  const Tensor& x = tensor_argument(kName, args[0], kGateElsewhere);
+  const Tensor& gate = other_tensor_argument(kName, args[1]);
   static const auto op = find_op<Tensor(const Tensor&, const Tensor&)>("hardact::hardsigmoid_gate");
   Tensor out;
   {
