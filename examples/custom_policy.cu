@@ -23,6 +23,7 @@
 #include <vector>
 
 // ---- 1. The policy ---------------------------------------------------------------------------
+// [leaky-clamp]
 /// Clamp to [lo, hi] that lets a small slope through outside the range (a leaky HardTanh).
 struct LeakyClamp {
   float lo = -1.0f, hi = 1.0f, slope = 0.01f;
@@ -40,8 +41,10 @@ struct LeakyClamp {
     return x;  // inside the range, and NaN: unchanged (keeps -0.0 and NaN payloads)
   }
 };
+// [leaky-clamp]
 
 // ---- 4. A user kernel calling a hardact policy per element -------------------------------------
+// [hard-gated-unit]
 /// out[i] = value[i] * hardsigmoid(gate[i]): a hard-gated unit fused into one pass.
 __global__ void hard_gated_unit(const float* value, const float* gate, float* out, std::size_t n) {
   const hardact::HardSigmoid hard_sigmoid{};
@@ -50,6 +53,7 @@ __global__ void hard_gated_unit(const float* value, const float* gate, float* ou
     out[i] = value[i] * hard_sigmoid(gate[i]);
   }
 }
+// [hard-gated-unit]
 
 namespace {
 
