@@ -55,6 +55,8 @@ setup(
         CUDAExtension(
             name="hardact_torch._C",
             sources=["src/hardact_torch/csrc/ops.cu", "src/hardact_torch/csrc/fused_ops.cu",
+                     "src/hardact_torch/csrc/fused_launch_float.cu", "src/hardact_torch/csrc/fused_launch_double.cu",
+                     "src/hardact_torch/csrc/fused_launch_half.cu", "src/hardact_torch/csrc/fused_launch_bfloat16.cu",
                      "src/hardact_torch/csrc/checks.cu", "src/hardact_torch/csrc/autograd.cpp",
                      "src/hardact_torch/csrc/fused_autograd.cpp", "src/hardact_torch/csrc/python_module.cpp"],
             include_dirs=[hardact_include_dir()],

@@ -21,6 +21,7 @@
 // per_sample_channel (C values per sample) for channels-last x; other layouts go through ATen.
 
 #include "fused_activation.h"
+#include "fused_launch.h"
 #include "tensor_launch.cuh"
 
 #include <hardact/hardact.cuh>
@@ -32,35 +33,12 @@
 
 #include <cmath>
 #include <cstddef>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
 namespace {
 
 using namespace hardact_torch;
-
-/// y = x: the activation of a fused op that has none (a BatchNorm alone).
-struct Identity {
-  template <class T>
-  __host__ __device__ T operator()(T x) const {
-    return x;
-  }
-};
-
-/// Calls f(policy) with hardact's policy for `activation`.
-template <class F>
-cudaError_t with_activation(FusedActivation activation, double min_val, double max_val, F&& f) {
-  switch (activation) {
-    case FusedActivation::identity: return f(Identity{});
-    case FusedActivation::hardsigmoid: return f(hardact::HardSigmoid{});
-    case FusedActivation::hardswish: return f(hardact::HardSwish{});
-    case FusedActivation::relu6: return f(hardact::ReLU6{});
-    case FusedActivation::hardtanh: return f(hardact::HardTanh{min_val, max_val});
-    case FusedActivation::relu: return f(hardact::HardTanh{0.0, std::numeric_limits<double>::infinity()});
-  }
-  return cudaErrorInvalidValue;
-}
 
 void check_fused_input(const char* op_name, const at::Tensor& x) {
   TORCH_CHECK_VALUE(x.is_cuda(), "hardact::", op_name, ": expected a CUDA tensor, got one on ", x.device().str());
@@ -128,24 +106,13 @@ at::Tensor scale_shift_activation(const at::Tensor& x, const c10::optional<at::T
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
   check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
                  using T = typename decltype(tag)::type;
-                 const T* in = static_cast<const T*>(input.const_data_ptr());
-                 T* result = static_cast<T*>(out.mutable_data_ptr());
                  const auto launch = [&](auto param_tag) {
                    using Param = typename decltype(param_tag)::type;
-                   return with_activation(activation, min_val, max_val, [&](auto act) {
-                     if (scale_values.defined()) {
-                       return hardact::transform(hardact::scale_shift_activation(act), in,
-                                                 hardact::per_channel(parameter_pointer<Param>(scale_values), c, inner),
-                                                 hardact::per_channel(parameter_pointer<Param>(shift_values), c, inner),
-                                                 result, n, stream);
-                     }
-                     if (shift_values.defined()) {
-                       return hardact::transform(hardact::bias_activation(act), in,
-                                                 hardact::per_channel(parameter_pointer<Param>(shift_values), c, inner),
-                                                 result, n, stream);
-                     }
-                     return hardact::transform(act, in, result, n, stream);
-                   });
+                   return launch_scale_shift_activation<T, Param>(
+                       activation, min_val, max_val, static_cast<const T*>(input.const_data_ptr()),
+                       scale_values.defined() ? parameter_pointer<Param>(scale_values) : nullptr,
+                       shift_values.defined() ? parameter_pointer<Param>(shift_values) : nullptr,
+                       static_cast<T*>(out.mutable_data_ptr()), n, c, inner, stream);
                  };
                  if constexpr (sizeof(T) == 2) {
                    if (param_type == x.scalar_type()) return launch(Tag<T>{});
@@ -172,11 +139,10 @@ at::Tensor residual_activation(const at::Tensor& x, const at::Tensor& residual, 
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
   check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
                  using T = typename decltype(tag)::type;
-                 return with_activation(activation, min_val, max_val, [&](auto act) {
-                   return hardact::transform(hardact::residual_activation(act), static_cast<const T*>(input.const_data_ptr()),
-                                             static_cast<const T*>(added.const_data_ptr()),
-                                             static_cast<T*>(out.mutable_data_ptr()), n, stream);
-                 });
+                 return launch_residual_activation<T>(activation, min_val, max_val,
+                                                      static_cast<const T*>(input.const_data_ptr()),
+                                                      static_cast<const T*>(added.const_data_ptr()),
+                                                      static_cast<T*>(out.mutable_data_ptr()), n, stream);
                }));
   return out;
 }
@@ -224,16 +190,10 @@ at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
   check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
                  using T = typename decltype(tag)::type;
-                 const T* const values = static_cast<const T*>(gate_values.const_data_ptr());
-                 const T* const in = static_cast<const T*>(x.const_data_ptr());
-                 T* const y = static_cast<T*>(out.mutable_data_ptr());
-                 if (nchw) {
-                   return hardact::transform(hardact::HardSigmoidGate{}, in,
-                                             hardact::per_channel(values, static_cast<std::size_t>(planes), positions),
-                                             y, n, stream);
-                 }
-                 return hardact::transform(hardact::HardSigmoidGate{}, in,
-                                           hardact::per_sample_channel(values, channels, positions), y, n, stream);
+                 return launch_hardsigmoid_gate<T>(static_cast<const T*>(x.const_data_ptr()),
+                                                   static_cast<const T*>(gate_values.const_data_ptr()), nchw,
+                                                   static_cast<std::size_t>(planes), channels, positions,
+                                                   static_cast<T*>(out.mutable_data_ptr()), n, stream);
                }));
   return out;
 }

@@ -1,0 +1,34 @@
+// The fused operators' launches, one explicit instantiation per element type in its own
+// translation unit (fused_launch_<type>.cu), so that a parallel build compiles the four types at
+// once: in one file they were the package build's longest compile.
+#pragma once
+
+#include "fused_activation.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace hardact_torch {
+
+/// act(x * scale[c] + shift[c]) with c = (i / inner) % channels over n elements of x's memory
+/// order; no scale: act(x + shift[c]); neither: act(x). Param: the parameters' element type.
+template <class T, class Param>
+cudaError_t launch_scale_shift_activation(FusedActivation activation, double min_val, double max_val, const T* x,
+                                          const Param* scale, const Param* shift, T* out, std::size_t n,
+                                          std::size_t channels, std::size_t inner, cudaStream_t stream);
+
+/// act(x + residual) over n elements.
+template <class T>
+cudaError_t launch_residual_activation(FusedActivation activation, double min_val, double max_val, const T* x,
+                                       const T* residual, T* out, std::size_t n, cudaStream_t stream);
+
+/// x * hardsigmoid(gate[n, c]): `nchw` x holds planes = N * C runs of `positions` elements;
+/// otherwise x is channels-last-like (C gate values per sample of channels * positions elements).
+template <class T>
+cudaError_t launch_hardsigmoid_gate(const T* x, const T* gate, bool nchw, std::size_t planes, std::size_t channels,
+                                    std::size_t positions, T* out, std::size_t n, cudaStream_t stream);
+
+}  // namespace hardact_torch
