@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
-"""Checks the hardact operators' forward results against PyTorch on the GPU, bit for bit, through
-the installed hardact_torch package.
+"""Tests of the hardact operators' forward results against PyTorch on the GPU, bit for bit, through
+the installed hardact_torch package (every test needs a GPU: marked cuda).
 
-    python3 examples/pytorch/check_forward.py
+    pytest pytorch/tests/test_forward.py -k bfloat16
 
 Ops: hardsigmoid, hardtanh with bounds (-1, 1), (0, 6), (-0.3, 0.7), (-2.5, -0.5) and (0.5, 0.5),
 hardswish and relu6, each in its three forms (functional, in place, out=) and through the
@@ -15,24 +14,22 @@ elements to 1,000,003, 3-D, 2-D with odd rows; the tensor itself and views with 
 x.view(-1)[3:], misaligned for vector access); in place on a view (the element before it must stay
 untouched); out-of-place calls must leave their input alone; on a side stream.
 Comparison: NaN positions must match; all other elements must have identical bits (-0.0 != +0.0).
-Exit status: 0 all matched, 1 a mismatch, 2 no CUDA GPU, 3 package not installed.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from checklib import (FLOAT_DTYPES, HARDTANH_BOUNDS, NAMES, Results, describe_gpu, import_package, mismatch_report,
-                      salted_random)
+import hardact_torch as ha
+from checklib import FLOAT_DTYPES, HARDTANH_BOUNDS, NAMES, mismatch_report, salted_random
 
-ha = import_package()
 ops = torch.ops.hardact
+pytestmark = pytest.mark.cuda
 
 SHAPES = [(0,), (1,), (7,), (1000003,), (3, 5, 17), (257, 1031)]
 
@@ -58,46 +55,42 @@ def operations():
     yield "relu6", "relu6", (), F.relu6, F.relu6
 
 
-def check_values(results: Results, generator: torch.Generator) -> None:
-    for dtype in FLOAT_DTYPES:
-        failed_before, total_before = results.failed, results.passed + results.failed
-        for shape in SHAPES:
-            base = salted_random(math.prod(shape), dtype, generator).view(shape)
-            cases = [("contiguous", base)]
-            if base.numel() > 1:
-                cases += [("x[1:]", base[1:]), ("x.view(-1)[3:]", base.reshape(-1)[3:])]
-            for layout, x in cases:
-                x_before = x.clone()
-                for label, name, extra, reference, reference64 in operations():
-                    what = f"{NAMES[dtype]} {label} shape {tuple(x.shape)} {layout}"
-                    expected = (reference64 if dtype == torch.float64 else reference)(x)
-                    got = getattr(ops, name)(x, *extra)
-                    results.record("" if x.numel() == 0 or got.data_ptr() != x.data_ptr() else
-                                   "returned its input", what + " (a new tensor)")
-                    results.record(mismatch_report(got, expected, x), what)
-                    out = torch.full_like(x, math.nan)
-                    returned = getattr(ops, name).out(x, *extra, out=out)
-                    results.record(mismatch_report(out, expected, x) or ("" if returned is None else "returned a value"),
-                                   what + " out=")
-                results.record(mismatch_report(x, x_before), f"{NAMES[dtype]} {layout}: input left alone")
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=NAMES.get)
+def test_values(checks, generator, dtype) -> None:
+    for shape in SHAPES:
+        base = salted_random(math.prod(shape), dtype, generator).view(shape)
+        cases = [("contiguous", base)]
+        if base.numel() > 1:
+            cases += [("x[1:]", base[1:]), ("x.view(-1)[3:]", base.reshape(-1)[3:])]
+        for layout, x in cases:
+            x_before = x.clone()
+            for label, name, extra, reference, reference64 in operations():
+                what = f"{NAMES[dtype]} {label} shape {tuple(x.shape)} {layout}"
+                expected = (reference64 if dtype == torch.float64 else reference)(x)
+                got = getattr(ops, name)(x, *extra)
+                checks.record("" if x.numel() == 0 or got.data_ptr() != x.data_ptr() else
+                              "returned its input", what + " (a new tensor)")
+                checks.record(mismatch_report(got, expected, x), what)
+                out = torch.full_like(x, math.nan)
+                returned = getattr(ops, name).out(x, *extra, out=out)
+                checks.record(mismatch_report(out, expected, x) or ("" if returned is None else "returned a value"),
+                              what + " out=")
+            checks.record(mismatch_report(x, x_before), f"{NAMES[dtype]} {layout}: input left alone")
 
-        # In place on a view with an offset: the view is updated, the element before it is not.
-        for label, name, extra, reference, reference64 in operations():
-            what = f"{NAMES[dtype]} {label} in place on x[1:]"
-            storage = salted_random(4099, dtype, generator)
-            original = storage.clone()
-            view = storage[1:]
-            returned = getattr(ops, name + "_")(view, *extra)
-            expected = (reference64 if dtype == torch.float64 else reference)(original[1:])
-            report = mismatch_report(view, expected, original[1:]) + mismatch_report(storage[:1], original[:1])
-            results.record(report or ("" if returned is None else "returned a value"), what)
-        checked = results.passed + results.failed - total_before
-        failed = results.failed - failed_before
-        print(f"{NAMES[dtype]:9} {'bit-exact' if failed == 0 else 'MISMATCH'}: {checked} checks, {failed} failed")
-
-    x = torch.tensor([3.0, 10.0, math.inf], dtype=torch.float64, device="cuda")
-    print(f"float64 hardsigmoid of [3, 10, inf]: hardact {ops.hardsigmoid(x).tolist()}, "
-          f"F.hardsigmoid {F.hardsigmoid(x).tolist()} (documented difference)")
+    # In place on a view with an offset: the view is updated, the element before it is not.
+    for label, name, extra, reference, reference64 in operations():
+        what = f"{NAMES[dtype]} {label} in place on x[1:]"
+        storage = salted_random(4099, dtype, generator)
+        original = storage.clone()
+        view = storage[1:]
+        returned = getattr(ops, name + "_")(view, *extra)
+        expected = (reference64 if dtype == torch.float64 else reference)(original[1:])
+        report = mismatch_report(view, expected, original[1:]) + mismatch_report(storage[:1], original[:1])
+        checks.record(report or ("" if returned is None else "returned a value"), what)
+    if dtype == torch.float64:
+        x = torch.tensor([3.0, 10.0, math.inf], dtype=torch.float64, device="cuda")
+        print(f"float64 hardsigmoid of [3, 10, inf]: hardact {ops.hardsigmoid(x).tolist()}, "
+              f"F.hardsigmoid {F.hardsigmoid(x).tolist()} (documented difference)")
 
 
 class Model(nn.Module):
@@ -113,7 +106,7 @@ class Model(nn.Module):
         return F.hardtanh(x, min_val=self.min_val, max_val=self.max_val)
 
 
-def check_python_api(results: Results, generator: torch.Generator) -> None:
+def test_python_api(checks, generator) -> None:
     """The functions and modules against torch.nn.functional and torch.nn, out of place and in place."""
     pairs = [
         (lambda inplace: ha.HardSigmoid(inplace), lambda inplace: nn.Hardsigmoid(inplace), "HardSigmoid"),
@@ -127,19 +120,18 @@ def check_python_api(results: Results, generator: torch.Generator) -> None:
         for ours, theirs, label in pairs:
             x = salted_random(64 * 1000, dtype, generator).view(64, 1000)
             expected = theirs(False)(x)
-            results.record(mismatch_report(ours(False)(x), expected, x), f"{label} {NAMES[dtype]}")
+            checks.record(mismatch_report(ours(False)(x), expected, x), f"{label} {NAMES[dtype]}")
             target = x.clone()
             returned = ours(True)(target)
-            results.record(mismatch_report(target, expected, x) or ("" if returned is target else "not its input"),
-                           f"{label} {NAMES[dtype]} inplace=True")
+            checks.record(mismatch_report(target, expected, x) or ("" if returned is target else "not its input"),
+                          f"{label} {NAMES[dtype]} inplace=True")
     x = salted_random(1000, torch.float32, generator)
     for function, reference in [(ha.hardsigmoid, F.hardsigmoid), (ha.hardswish, F.hardswish), (ha.relu6, F.relu6),
                                 (lambda t: ha.hardtanh(t, -2.5, -0.5), lambda t: F.hardtanh(t, -2.5, -0.5))]:
-        results.record(mismatch_report(function(x), reference(x), x), f"functional API {getattr(function, '__name__', 'hardtanh')}")
-    print("functions and modules checked")
+        checks.record(mismatch_report(function(x), reference(x), x), f"functional API {getattr(function, '__name__', 'hardtanh')}")
 
 
-def check_streams(results: Results, generator: torch.Generator) -> None:
+def test_streams(checks, generator) -> None:
     """The work goes to PyTorch's current stream."""
     x = salted_random(1024 * 1031, torch.float32, generator).view(1024, 1031)
     side = torch.cuda.Stream()
@@ -149,26 +141,5 @@ def check_streams(results: Results, generator: torch.Generator) -> None:
         in_place = x.clone()
         ops.hardswish_(in_place)
     torch.cuda.current_stream().wait_stream(side)
-    results.record(mismatch_report(on_side, F.hardtanh(x, -0.3, 0.7), x), "hardtanh on a side stream")
-    results.record(mismatch_report(in_place, F.hardswish(x), x), "hardswish_ on a side stream")
-    print("side stream checked")
-
-
-def main() -> int:
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
-    print(describe_gpu())
-    if not torch.cuda.is_available():
-        print("check_forward.py: no CUDA GPU visible to PyTorch; nothing was run", file=sys.stderr)
-        return 2
-    results = Results()
-    generator = torch.Generator(device="cuda").manual_seed(2026)
-    print("\nbit-exact checks (NaN matches NaN, all other bits equal):")
-    check_values(results, generator)
-    check_python_api(results, generator)
-    check_streams(results, generator)
-    print(f"\n{results.summary()}")
-    return 0 if results.failed == 0 else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    checks.record(mismatch_report(on_side, F.hardtanh(x, -0.3, 0.7), x), "hardtanh on a side stream")
+    checks.record(mismatch_report(in_place, F.hardswish(x), x), "hardswish_ on a side stream")
