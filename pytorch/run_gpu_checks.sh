@@ -18,7 +18,7 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 python=${PYTHON:-python3}
 logs=${LOG_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/hardact-torch.XXXXXX")}
-mkdir -p "$logs"
+mkdir -p "$logs" && logs=$(cd "$logs" && pwd)  # absolute: the tests run from inside it
 install=1 bench=0
 pytest_args=()
 while (($#)); do
