@@ -1,5 +1,5 @@
 // Internal operators that expose hardact features beyond the four activations, for the bit-exact
-// checks in check_backward.py: one-pass dtype conversion (fp8 included) and fused chains. Their
+// tests in tests/test_backward.py: one-pass dtype conversion (fp8 included) and fused chains. Their
 // names start with an underscore: they are test hooks, not part of the package's API, and have
 // neither fake kernels nor autograd. Inputs must be contiguous (the checks only pass those).
 

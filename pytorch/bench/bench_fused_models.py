@@ -2,8 +2,8 @@
 """Real networks in eval mode with and without hardact_torch's rewrites (fuse_batchnorm_activation,
 fuse_squeeze_excitation).
 
-    python3 examples/pytorch/bench_fused_models.py
-    python3 examples/pytorch/bench_fused_models.py --models mobilenetv3_large_100 --compiled none --reps 21
+    python3 pytorch/bench/bench_fused_models.py
+    python3 pytorch/bench/bench_fused_models.py --models mobilenetv3_large_100 --compiled none --reps 21
 
 Each model (timm or torchvision, random weights) is built once, put in eval mode and channels_last,
 and copied; the copy is rewritten: fuse_batchnorm_activation folds every BatchNorm followed by
@@ -24,6 +24,7 @@ MobileNetV3 amplifies rounding to 1.6e-3 in float32, H100, 2026-11-24), 2 no GPU
 
 from __future__ import annotations
 
+import pathlib
 import copy
 import re
 import statistics
@@ -33,6 +34,8 @@ import torch
 from torch import nn
 
 from bench_models import RATIO_HEADER, benchmark_setup, build_eval, image_batch, ratio_cell, time_pair, warmed_modes
+# checklib.py (comparison, test data, the installed package) lives with the tests.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 from checklib import import_package
 
 ha = import_package()

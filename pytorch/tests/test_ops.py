@@ -1,15 +1,16 @@
-#!/usr/bin/env python3
-"""Checks the hardact operators' registration: schemas, fake kernels, torch.library.opcheck,
+"""Tests of the hardact operators' registration: schemas, fake kernels, torch.library.opcheck,
 torch.compile(fullgraph=True), CUDA graph capture, tensor layouts and autograd rules.
 
-    python3 examples/pytorch/check_ops.py            # everything; GPU parts skip without a GPU
-    python3 examples/pytorch/check_ops.py --no-gpu   # only the parts that need no GPU (CI)
+    pytest pytorch/tests/test_ops.py               # the tests marked cuda skip without a GPU
+    pytest pytorch/tests/test_ops.py -m "not cuda" # only those that need no GPU
 
 Without a GPU (meta tensors, which run the fake kernels): every schema and its CUDA, Autograd and
 fake kernels are registered; fake kernels give the sizes, strides and dtype of empty_like(x) for
 contiguous, transposed, offset and gapped inputs and raise the CUDA kernels' errors; under
 torch.compile(fullgraph=True) (no graph break) a model with the modules traces to aten's
-activations, and one calling torch.ops.hardact.* to the hardact ops, backward ones included.
+activations, and one calling torch.ops.hardact.* to the hardact ops, backward ones included;
+torch.library.opcheck with CPU stand-in kernels; the DTensor sharding rules on a fake two-rank
+process group.
 With a GPU: torch.library.opcheck on every op (four dtypes, and an offset view and a transposed
 tensor in float32; the functional and backward forms with inputs requiring grad);
 torch.compile(fullgraph=True) with Inductor, forward and backward bit for bit (the functions against
@@ -17,10 +18,6 @@ compiled F.*, the ops against eager F.*); CUDA graph capture and replay; every l
 bit for bit; the refusals (in place on a leaf requiring grad, out= under autograd, forward-mode AD,
 overlapping writes); gradients and second derivatives against torch.autograd, in place too (on
 tensors and views), and a training step with in-place modules.
-Also without a GPU: the DTensor sharding rules on a fake two-rank process group.
-
-Prints FAIL lines and ends with `N passed, M failed[, K skipped]`. Exit status: 0 no failure,
-1 a failure, 3 the package is not installed.
 """
 
 from __future__ import annotations
@@ -29,14 +26,14 @@ import contextlib
 import math
 import sys
 
+import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from checklib import (FLOAT_DTYPES, NAMES, Results, import_package, mismatch_report,
-                      run_checks, salted_random)
+import hardact_torch as ha
+from checklib import FLOAT_DTYPES, NAMES, mismatch_report, salted_random
 
-ha = import_package()
 ops = torch.ops.hardact
 
 # The op name, the functional reference in PyTorch, and extra arguments (hardtanh's bounds).
@@ -77,33 +74,32 @@ def layouts(x2d: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
     ]
 
 
-# ---- no GPU needed -------------------------------------------------------------------------------
+# ---- no GPU needed: meta tensors, fake tensors, CPU stand-ins ------------------------------------
 
-def check_registration(results: Results) -> None:
+def test_registration(checks) -> None:
     has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
     for name in ha.UNARY_OPS:
         for op_name in (name, name + "_", name + "_backward"):
             packet = getattr(ops, op_name, None)
-            results.record("" if packet is not None else "not registered", f"hardact::{op_name} exists")
+            checks.record("" if packet is not None else "not registered", f"hardact::{op_name} exists")
             if packet is None:
                 continue
             qualified = f"hardact::{op_name}"
-            results.record("" if has_kernel(qualified, "CUDA") else "no CUDA kernel", f"{qualified} CUDA kernel")
-            results.record("" if has_kernel(qualified, "Meta") else "no fake/meta kernel", f"{qualified} fake kernel")
-            results.record("" if has_kernel(qualified, "Autograd") else "no Autograd kernel",
-                           f"{qualified} Autograd kernel")
+            checks.record("" if has_kernel(qualified, "CUDA") else "no CUDA kernel", f"{qualified} CUDA kernel")
+            checks.record("" if has_kernel(qualified, "Meta") else "no fake/meta kernel", f"{qualified} fake kernel")
+            checks.record("" if has_kernel(qualified, "Autograd") else "no Autograd kernel",
+                          f"{qualified} Autograd kernel")
         out_overloads = getattr(ops, name).overloads()
-        results.record("" if "out" in out_overloads else f"overloads {out_overloads}", f"hardact::{name}.out exists")
+        checks.record("" if "out" in out_overloads else f"overloads {out_overloads}", f"hardact::{name}.out exists")
         if name == "hardtanh":
             schema = str(ops.hardtanh.default._schema)
-            results.record("" if "float min_val=-1." in schema and "float max_val=1." in schema else schema,
-                           "hardtanh schema has the bounds with F.hardtanh's defaults")
+            checks.record("" if "float min_val=-1." in schema and "float max_val=1." in schema else schema,
+                          "hardtanh schema has the bounds with F.hardtanh's defaults")
         mutating = str(getattr(ops, name + "_").default._schema)
-        results.record("" if "Tensor(a!)" in mutating else mutating, f"hardact::{name}_ declares its mutation")
-    print(f"registration: {results.summary()}")
+        checks.record("" if "Tensor(a!)" in mutating else mutating, f"hardact::{name}_ declares its mutation")
 
 
-def check_fake_kernels(results: Results) -> None:
+def test_fake_kernels(checks) -> None:
     """Fake kernels on meta tensors: the metadata of empty_like(x), and the CUDA kernels' errors."""
     base = torch.empty(64, 48, device="meta")
     for dtype in FLOAT_DTYPES:
@@ -119,17 +115,17 @@ def check_fake_kernels(results: Results) -> None:
                                                                             expected.dtype, expected.device):
                         report = (f"got {tuple(got.shape)} {got.stride()} {got.dtype}, expected "
                                   f"{tuple(expected.shape)} {expected.stride()} {expected.dtype}")
-                    results.record(report, f"fake {what} {NAMES[dtype]} {layout}")
+                    checks.record(report, f"fake {what} {NAMES[dtype]} {layout}")
                 out = torch.empty_like(x)
                 returned = getattr(ops, name).out(x, *extra, out=out)
-                results.record("" if returned is None and out.stride() == expected.stride() else
-                               f"returned {type(returned).__name__}, out strides {out.stride()}",
-                               f"fake {name}.out {layout} (returns nothing, out unchanged)")
+                checks.record("" if returned is None and out.stride() == expected.stride() else
+                              f"returned {type(returned).__name__}, out strides {out.stride()}",
+                              f"fake {name}.out {layout} (returns nothing, out unchanged)")
         x = base.to(dtype)
         for name, _, extra in OP_CASES:
             returned = getattr(ops, name + "_")(x, *extra)
-            results.record("" if returned is None else f"returned {type(returned).__name__}",
-                           f"fake {name}_ returns nothing")
+            checks.record("" if returned is None else f"returned {type(returned).__name__}",
+                          f"fake {name}_ returns nothing")
     int_x = torch.empty(8, dtype=torch.int32, device="meta")
     x = torch.empty(8, device="meta")
     error_cases = [
@@ -142,7 +138,7 @@ def check_fake_kernels(results: Results) -> None:
         ("out dtype mismatch", TypeError, lambda: ops.hardsigmoid.out(x, out=x.double())),
     ]
     for what, error_type, call in error_cases:
-        results.record(raises(error_type, call), f"fake kernel refuses {what}")
+        checks.record(raises(error_type, call), f"fake kernel refuses {what}")
     # FakeTensorMode makes CUDA tensors without a GPU: the ops keep device and layout there too.
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -152,8 +148,7 @@ def check_fake_kernels(results: Results) -> None:
             y = getattr(ops, name)(x, *extra)
             report = "" if (y.device.type, y.stride(), y.dtype) == ("cuda", x.stride(), x.dtype) else \
                 f"{y.device} {y.stride()} {y.dtype}"
-            results.record(report, f"FakeTensorMode cuda {name} on a transposed bfloat16 tensor")
-    print(f"fake kernels: {results.summary()}")
+            checks.record(report, f"FakeTensorMode cuda {name} on a transposed bfloat16 tensor")
 
 
 def activation_chain(x, hardsigmoid, hardswish, relu6, hardtanh):
@@ -187,7 +182,7 @@ class ActivationStack(nn.Module):
         return hardact_chain(self.hardswish(self.linear(x)))
 
 
-def check_compile_tracing(results: Results) -> None:
+def test_compile_tracing(checks) -> None:
     """torch.compile(fullgraph=True) on meta tensors with a backend that records the graphs: a graph
     break raises under fullgraph=True; the graphs must hold the expected ops, backward ones too."""
     from functorch.compile import make_boxed_func
@@ -225,16 +220,16 @@ def check_compile_tracing(results: Results) -> None:
             out = compiled(x)
             out.sum().backward()
         except Exception as error:  # noqa: BLE001
-            results.record(f"{type(error).__name__}: {error}", f"torch.compile(fullgraph=True) traces {what}")
+            checks.record(f"{type(error).__name__}: {error}", f"torch.compile(fullgraph=True) traces {what}")
             continue
-        results.record("" if out.shape == (16, 32) else f"shape {tuple(out.shape)}", f"compiled {what}: output shape")
+        checks.record("" if out.shape == (16, 32) else f"shape {tuple(out.shape)}", f"compiled {what}: output shape")
         for kind, expected in [("forward", forward_names), ("backward", backward_names)]:
             code = "\n".join(graph.code for graph in graphs[kind])
             missing = [name for name in expected if name not in code]
             report = f"{len(graphs[kind])} graphs; missing {missing}" if missing or not graphs[kind] else ""
             if not report and absent in code:
                 report = f"the graph also calls {absent}*"
-            results.record(report, f"compiled {what}: {kind} graph calls {expected[0].split('.')[0]}'s ops")
+            checks.record(report, f"compiled {what}: {kind} graph calls {expected[0].split('.')[0]}'s ops")
     # In place under compile: functionalized, and still no graph break.
     torch._dynamo.reset()
 
@@ -250,10 +245,9 @@ def check_compile_tracing(results: Results) -> None:
     try:
         # aot_eager functionalizes the mutations, as Inductor does.
         torch.compile(inplace_chain, backend="aot_eager", fullgraph=True)(torch.empty(8, 8, device="meta"))
-        results.record("", "in-place and out= ops under torch.compile(fullgraph=True), functionalized")
+        checks.record("", "in-place and out= ops under torch.compile(fullgraph=True), functionalized")
     except Exception as error:  # noqa: BLE001
-        results.record(f"{type(error).__name__}: {error}", "in-place ops under torch.compile(fullgraph=True)")
-    print(f"compile tracing: {results.summary()}")
+        checks.record(f"{type(error).__name__}: {error}", "in-place ops under torch.compile(fullgraph=True)")
 
 
 @contextlib.contextmanager
@@ -285,13 +279,15 @@ def cpu_stand_ins():
         library._destroy()
 
 
-def check_opcheck_cpu(results: Results) -> None:
+def test_opcheck_cpu_stand_ins(checks) -> None:
     """torch.library.opcheck with the CPU stand-ins: everything opcheck tests but the CUDA kernels."""
+    generator = torch.Generator().manual_seed(3)
     with cpu_stand_ins():
-        check_opcheck(results, torch.Generator().manual_seed(3), device="cpu")
+        for dtype in FLOAT_DTYPES:
+            run_opcheck(checks, generator, dtype, device="cpu")
 
 
-def check_dtensor_rules(results: Results) -> None:
+def test_dtensor_sharding_rules(checks) -> None:
     """The DTensor sharding rules, without GPUs: a fake two-rank process group (no communication) and
     the CPU stand-ins, as the rules do not depend on the device. A Shard(d) input must give a
     Shard(d) output, gradient and in-place result with no collective."""
@@ -302,8 +298,7 @@ def check_dtensor_rules(results: Results) -> None:
         from torch.distributed.tensor.debug import CommDebugMode
         from torch.testing._internal.distributed.fake_pg import FakeStore
     except ImportError as error:
-        results.skip("DTensor sharding rules", f"torch.distributed not usable here ({error})")
-        return
+        pytest.skip(f"torch.distributed not usable here ({error})")
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
     try:
         with cpu_stand_ins():
@@ -321,103 +316,107 @@ def check_dtensor_rules(results: Results) -> None:
                     ops.relu6_(target)
                 for what, placements in [("hardsigmoid", y.placements), ("hardtanh", z.placements),
                                          ("gradient", dx.placements), ("relu6_ in place", target.placements)]:
-                    results.record("" if placements == (Shard(dim),) else f"placements {placements}",
-                                   f"DTensor Shard({dim}) {what} stays Shard({dim})")
+                    checks.record("" if placements == (Shard(dim),) else f"placements {placements}",
+                                  f"DTensor Shard({dim}) {what} stays Shard({dim})")
                 # The only collective allowed is the scatter of distribute_tensor itself.
                 counts = {str(op): n for op, n in comms.get_comm_counts().items() if n}
-                results.record("" if set(counts) <= {"c10d_functional.scatter", "c10d.scatter_"} or not counts else
-                               f"collectives {counts}", f"DTensor Shard({dim}): no collective in the ops")
-                results.record("" if inplace_comms.get_total_counts() == 0 else "a collective ran",
-                               f"DTensor Shard({dim}) in place: no collective")
+                checks.record("" if set(counts) <= {"c10d_functional.scatter", "c10d.scatter_"} or not counts else
+                              f"collectives {counts}", f"DTensor Shard({dim}): no collective in the ops")
+                checks.record("" if inplace_comms.get_total_counts() == 0 else "a collective ran",
+                              f"DTensor Shard({dim}) in place: no collective")
             replicated = ops.hardsigmoid(distribute_tensor(x_full, mesh, [Replicate()]))
-            results.record("" if replicated.placements == (Replicate(),) else f"{replicated.placements}",
-                           "DTensor Replicate stays Replicate")
+            checks.record("" if replicated.placements == (Replicate(),) else f"{replicated.placements}",
+                          "DTensor Replicate stays Replicate")
     finally:
         dist.destroy_process_group()
-    print(f"DTensor sharding rules (fake process group): {results.summary()}")
 
 
 # ---- GPU -----------------------------------------------------------------------------------------
 
-def check_opcheck(results: Results, generator: torch.Generator, device: str = "cuda") -> None:
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=NAMES.get)
+def test_opcheck(checks, generator, dtype) -> None:
+    run_opcheck(checks, generator, dtype, device="cuda")
+
+
+def run_opcheck(checks, generator, dtype, device: str) -> None:
     """torch.library.opcheck on every op: schema, fake kernel, autograd registration, AOT dispatch."""
     without_autograd = ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic")
-    for dtype in FLOAT_DTYPES:
-        # Layouts matter to the fake kernels (strides), not to the dtype: all of them in float32.
-        for layout in ("contiguous", "offset view", "transposed") if dtype == torch.float32 else ("contiguous",):
-            def sample(requires_grad=False):
-                # No NaN or infinity (hardswish(-inf) is NaN): opcheck compares with assert_close,
-                # where NaN never equals NaN. The bit-exact checks cover those values.
-                x = salted_random(65 * 33 + 1, dtype, generator, device=device)
-                x = torch.nan_to_num(x, nan=0.5, posinf=7.0, neginf=-7.0)
-                x = x[1:].view(65, 33) if layout == "offset view" else x[:-1].view(65, 33)
-                if layout == "transposed":
-                    x = x.t()
-                return x.detach().requires_grad_(requires_grad)
+    # Layouts matter to the fake kernels (strides), not to the dtype: all of them in float32.
+    for layout in ("contiguous", "offset view", "transposed") if dtype == torch.float32 else ("contiguous",):
+        def sample(requires_grad=False):
+            # No NaN or infinity (hardswish(-inf) is NaN): opcheck compares with assert_close,
+            # where NaN never equals NaN. The bit-exact checks cover those values.
+            x = salted_random(65 * 33 + 1, dtype, generator, device=device)
+            x = torch.nan_to_num(x, nan=0.5, posinf=7.0, neginf=-7.0)
+            x = x[1:].view(65, 33) if layout == "offset view" else x[:-1].view(65, 33)
+            if layout == "transposed":
+                x = x.t()
+            return x.detach().requires_grad_(requires_grad)
 
-            for name, _, extra in OP_CASES:
-                op = getattr(ops, name)
-                cases = [
-                    (f"{name}", op.default, (sample(True), *extra), {}, None),
-                    (f"{name}_backward", getattr(ops, name + "_backward").default,
-                     (sample(True), sample(True), *extra), {}, None),
-                    (f"{name}_", getattr(ops, name + "_").default, (sample(), *extra), {}, without_autograd),
-                    (f"{name}.out", op.out, (sample(), *extra), {"out": sample()}, without_autograd),
-                ]
-                for what, overload, args, kwargs, utils in cases:
-                    options = {} if utils is None else {"test_utils": utils}
-                    try:
-                        torch.library.opcheck(overload, args, kwargs, **options)
-                        report = ""
-                    except Exception as error:  # noqa: BLE001  (opcheck's report is the detail)
-                        report = f"{type(error).__name__}: {str(error)[:600]}"
-                    results.record(report, f"opcheck {what} {NAMES[dtype]} {layout} ({device})")
-        print(f"opcheck {NAMES[dtype]:9} ({device}): {results.summary()}")
+        for name, _, extra in OP_CASES:
+            op = getattr(ops, name)
+            cases = [
+                (f"{name}", op.default, (sample(True), *extra), {}, None),
+                (f"{name}_backward", getattr(ops, name + "_backward").default,
+                 (sample(True), sample(True), *extra), {}, None),
+                (f"{name}_", getattr(ops, name + "_").default, (sample(), *extra), {}, without_autograd),
+                (f"{name}.out", op.out, (sample(), *extra), {"out": sample()}, without_autograd),
+            ]
+            for what, overload, args, kwargs, utils in cases:
+                options = {} if utils is None else {"test_utils": utils}
+                try:
+                    torch.library.opcheck(overload, args, kwargs, **options)
+                    report = ""
+                except Exception as error:  # noqa: BLE001  (opcheck's report is the detail)
+                    report = f"{type(error).__name__}: {str(error)[:600]}"
+                checks.record(report, f"opcheck {what} {NAMES[dtype]} {layout} ({device})")
 
 
-def check_layouts(results: Results, generator: torch.Generator) -> None:
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16, torch.float16), ids=NAMES.get)
+def test_layouts(checks, generator, dtype) -> None:
     """Every layout, every form, bit for bit against F.* (and PyTorch's backward ops)."""
-    for dtype in (torch.float32, torch.bfloat16, torch.float16):
-        source = salted_random(257 * 130, dtype, generator).view(257, 130)
-        for layout, x in layouts(source):
-            x_before = x.clone()
-            for name, reference, extra in OP_CASES:
-                expected = reference(x)
-                label = f"{name} {NAMES[dtype]} {layout}"
-                got = getattr(ops, name)(x, *extra)
-                results.record(mismatch_report(got, expected, x), label)
-                results.record("" if got.stride() == torch.empty_like(x).stride() else
-                               f"strides {got.stride()}", f"{label}: strides of empty_like(x)")
-                out = torch.empty_like(x.contiguous()).t().contiguous().t()  # column-major out
-                getattr(ops, name).out(x, *extra, out=out)
-                results.record(mismatch_report(out, expected, x), f"{label} out= (column-major out)")
-                grad = salted_random(x.numel(), dtype, generator).view(x.shape)
-                for grad_layout, g in [("contiguous grad", grad), ("expanded grad", grad[:1].expand_as(x))]:
-                    got_grad = getattr(ops, name + "_backward")(g, x, *extra)
-                    want_grad = REFERENCE_BACKWARD[name](g, x, *extra)
-                    results.record(mismatch_report(got_grad, want_grad, g, x), f"{label} backward, {grad_layout}")
-                if layout != "expanded":
-                    storage = source.clone()
-                    view = layouts(storage)[[n for n, _ in layouts(storage)].index(layout)][1]
-                    untouched = storage.clone()
-                    returned = getattr(ops, name + "_")(view, *extra)
-                    results.record("" if returned is None else "returned something", f"{label} in place returns nothing")
-                    results.record(mismatch_report(view, expected, x), f"{label} in place")
-                    # Everything outside the view keeps its bits.
-                    outside = torch.ones_like(storage, dtype=torch.bool)
-                    layouts(outside)[[n for n, _ in layouts(outside)].index(layout)][1].fill_(False)
-                    results.record(mismatch_report(storage[outside], untouched[outside]), f"{label} in place: rest untouched")
-            results.record(mismatch_report(x, x_before), f"{NAMES[dtype]} {layout}: out-of-place calls left x alone")
-        # A 4-D channels-last tensor stays channels-last, as with PyTorch's own pointwise ops.
-        nhwc = salted_random(2 * 3 * 5 * 7, dtype, generator).view(2, 3, 5, 7).to(memory_format=torch.channels_last)
-        got = ops.hardswish(nhwc)
-        results.record(mismatch_report(got, F.hardswish(nhwc), nhwc), f"hardswish {NAMES[dtype]} channels_last")
-        results.record("" if got.is_contiguous(memory_format=torch.channels_last) else f"strides {got.stride()}",
-                       f"hardswish {NAMES[dtype]} channels_last keeps its layout")
-    print(f"layouts: {results.summary()}")
+    source = salted_random(257 * 130, dtype, generator).view(257, 130)
+    for layout, x in layouts(source):
+        x_before = x.clone()
+        for name, reference, extra in OP_CASES:
+            expected = reference(x)
+            label = f"{name} {NAMES[dtype]} {layout}"
+            got = getattr(ops, name)(x, *extra)
+            checks.record(mismatch_report(got, expected, x), label)
+            checks.record("" if got.stride() == torch.empty_like(x).stride() else
+                          f"strides {got.stride()}", f"{label}: strides of empty_like(x)")
+            out = torch.empty_like(x.contiguous()).t().contiguous().t()  # column-major out
+            getattr(ops, name).out(x, *extra, out=out)
+            checks.record(mismatch_report(out, expected, x), f"{label} out= (column-major out)")
+            grad = salted_random(x.numel(), dtype, generator).view(x.shape)
+            for grad_layout, g in [("contiguous grad", grad), ("expanded grad", grad[:1].expand_as(x))]:
+                got_grad = getattr(ops, name + "_backward")(g, x, *extra)
+                want_grad = REFERENCE_BACKWARD[name](g, x, *extra)
+                checks.record(mismatch_report(got_grad, want_grad, g, x), f"{label} backward, {grad_layout}")
+            if layout != "expanded":
+                storage = source.clone()
+                view = layouts(storage)[[n for n, _ in layouts(storage)].index(layout)][1]
+                untouched = storage.clone()
+                returned = getattr(ops, name + "_")(view, *extra)
+                checks.record("" if returned is None else "returned something", f"{label} in place returns nothing")
+                checks.record(mismatch_report(view, expected, x), f"{label} in place")
+                # Everything outside the view keeps its bits.
+                outside = torch.ones_like(storage, dtype=torch.bool)
+                layouts(outside)[[n for n, _ in layouts(outside)].index(layout)][1].fill_(False)
+                checks.record(mismatch_report(storage[outside], untouched[outside]), f"{label} in place: rest untouched")
+        checks.record(mismatch_report(x, x_before), f"{NAMES[dtype]} {layout}: out-of-place calls left x alone")
+    # A 4-D channels-last tensor stays channels-last, as with PyTorch's own pointwise ops.
+    nhwc = salted_random(2 * 3 * 5 * 7, dtype, generator).view(2, 3, 5, 7).to(memory_format=torch.channels_last)
+    got = ops.hardswish(nhwc)
+    checks.record(mismatch_report(got, F.hardswish(nhwc), nhwc), f"hardswish {NAMES[dtype]} channels_last")
+    checks.record("" if got.is_contiguous(memory_format=torch.channels_last) else f"strides {got.stride()}",
+                  f"hardswish {NAMES[dtype]} channels_last keeps its layout")
 
 
-def check_refusals(results: Results) -> None:
+@pytest.mark.cuda
+def test_refusals(checks) -> None:
     x = torch.randn(16, 8, device="cuda")
     leaf = torch.randn(16, 8, device="cuda", requires_grad=True)
     cases = [
@@ -438,21 +437,20 @@ def check_refusals(results: Results) -> None:
         ("backward with grad of another dtype", TypeError, lambda: ops.hardsigmoid_backward(x.half(), x)),
     ]
     for what, error_type, call in cases:
-        results.record(raises(error_type, call), f"refuses {what}")
+        checks.record(raises(error_type, call), f"refuses {what}")
     # Allowed: without grad mode, out= aliasing x exactly, and the version counter is bumped.
     with torch.no_grad():
         y = leaf * 1.0
         ops.hardsigmoid_(y)
-    results.record(mismatch_report(y, F.hardsigmoid(leaf.detach())), "in place under torch.no_grad()")
+    checks.record(mismatch_report(y, F.hardsigmoid(leaf.detach())), "in place under torch.no_grad()")
     z = x.clone()
     ops.relu6.out(z, out=z)
-    results.record(mismatch_report(z, F.relu6(x)), "out= aliasing x exactly")
+    checks.record(mismatch_report(z, F.relu6(x)), "out= aliasing x exactly")
     saved = leaf.exp()  # exp saves its result for backward
     with torch.no_grad():
         ops.hardswish_(saved)
-    results.record(raises(RuntimeError, lambda: saved.sum().backward()),
-                   "autograd notices a saved tensor overwritten in place (version counter bumped)")
-    print(f"refusals: {results.summary()}")
+    checks.record(raises(RuntimeError, lambda: saved.sum().backward()),
+                  "autograd notices a saved tensor overwritten in place (version counter bumped)")
 
 
 def forward_ad_call(x):
@@ -461,37 +459,37 @@ def forward_ad_call(x):
         return ha.hardswish(fwAD.make_dual(x, torch.ones_like(x)))
 
 
-def check_autograd(results: Results, generator: torch.Generator) -> None:
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16, torch.float16), ids=NAMES.get)
+def test_autograd(checks, generator, dtype) -> None:
     """Gradients through the ops against torch.autograd of F.*, bit for bit; second derivatives
     (with respect to x, and to grad_output) against PyTorch's where PyTorch has them. PyTorch does
     not differentiate hardsigmoid_backward; there the expected values are the exact ones: zero in x
     (the gradient is piecewise constant in x) and hardsigmoid_backward(v, x) in grad_output."""
-    for dtype in (torch.float32, torch.bfloat16, torch.float16):
-        for name, reference, extra in OP_CASES:
-            source = salted_random(4099, dtype, generator)
-            grad_source = salted_random(4099, dtype, generator)
-            ours, theirs = source.clone().requires_grad_(), source.clone().requires_grad_()
-            grad_ours, grad_theirs = grad_source.clone().requires_grad_(), grad_source.clone().requires_grad_()
-            (dx_ours,) = torch.autograd.grad(getattr(ops, name)(ours, *extra), ours, grad_ours, create_graph=True)
-            (dx_theirs,) = torch.autograd.grad(reference(theirs), theirs, grad_theirs, create_graph=True)
-            label = f"{name} {NAMES[dtype]}"
-            results.record(mismatch_report(dx_ours, dx_theirs, grad_source, source), f"{label} gradient")
-            v = salted_random(4099, dtype, generator)
-            wrt_x_ours, wrt_grad_ours = torch.autograd.grad(dx_ours, (ours, grad_ours), v)
-            try:
-                wrt_x_theirs, wrt_grad_theirs = torch.autograd.grad(dx_theirs, (theirs, grad_theirs), v)
-                source_of_truth = "PyTorch"
-            except RuntimeError as error:  # "derivative for aten::hardsigmoid_backward is not implemented"
-                if "not implemented" not in str(error):
-                    raise
-                wrt_x_theirs = torch.zeros_like(source)
-                wrt_grad_theirs = REFERENCE_BACKWARD[name](v, source, *extra)
-                source_of_truth = "exact (PyTorch has none)"
-            results.record(mismatch_report(wrt_x_ours, wrt_x_theirs, v, source),
-                           f"{label} second derivative in x vs {source_of_truth}")
-            results.record(mismatch_report(wrt_grad_ours, wrt_grad_theirs, v, source),
-                           f"{label} second derivative in grad_output vs {source_of_truth}")
-    print(f"autograd: {results.summary()}")
+    for name, reference, extra in OP_CASES:
+        source = salted_random(4099, dtype, generator)
+        grad_source = salted_random(4099, dtype, generator)
+        ours, theirs = source.clone().requires_grad_(), source.clone().requires_grad_()
+        grad_ours, grad_theirs = grad_source.clone().requires_grad_(), grad_source.clone().requires_grad_()
+        (dx_ours,) = torch.autograd.grad(getattr(ops, name)(ours, *extra), ours, grad_ours, create_graph=True)
+        (dx_theirs,) = torch.autograd.grad(reference(theirs), theirs, grad_theirs, create_graph=True)
+        label = f"{name} {NAMES[dtype]}"
+        checks.record(mismatch_report(dx_ours, dx_theirs, grad_source, source), f"{label} gradient")
+        v = salted_random(4099, dtype, generator)
+        wrt_x_ours, wrt_grad_ours = torch.autograd.grad(dx_ours, (ours, grad_ours), v)
+        try:
+            wrt_x_theirs, wrt_grad_theirs = torch.autograd.grad(dx_theirs, (theirs, grad_theirs), v)
+            source_of_truth = "PyTorch"
+        except RuntimeError as error:  # "derivative for aten::hardsigmoid_backward is not implemented"
+            if "not implemented" not in str(error):
+                raise
+            wrt_x_theirs = torch.zeros_like(source)
+            wrt_grad_theirs = REFERENCE_BACKWARD[name](v, source, *extra)
+            source_of_truth = "exact (PyTorch has none)"
+        checks.record(mismatch_report(wrt_x_ours, wrt_x_theirs, v, source),
+                      f"{label} second derivative in x vs {source_of_truth}")
+        checks.record(mismatch_report(wrt_grad_ours, wrt_grad_theirs, v, source),
+                      f"{label} second derivative in grad_output vs {source_of_truth}")
 
 
 INPLACE_CASES = [
@@ -506,38 +504,43 @@ INPLACE_CASES = [
 ]
 
 
-def check_inplace_autograd(results: Results, generator: torch.Generator) -> None:
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16, torch.float16), ids=NAMES.get)
+def test_inplace_autograd(checks, generator, dtype) -> None:
     """The in-place forms differentiate as PyTorch's do: on a tensor and on a view of it, gradient and
     second derivative bit for bit against F.*(inplace=True) (PyTorch has no second derivative of
     hardsigmoid; there the exact one is zero). hardtanh_ with bounds exact in the dtype keeps its
     output for the gradient, with (-0.3, 0.7) in 16 bits a copy of the input: both paths run. Then a
     small network with in-place modules trains to the same gradients as with torch.nn's."""
-    for dtype in (torch.float32, torch.bfloat16, torch.float16):
-        for what, ours_fn, theirs_fn in INPLACE_CASES:
-            for where in ("tensor", "view [5:]"):
-                source = salted_random(4099, dtype, generator)
-                grad = salted_random(4099, dtype, generator)
-                v = salted_random(4099, dtype, generator)
-                computed = {}
-                for side, function in (("ours", ours_fn), ("theirs", theirs_fn)):
-                    leaf = source.clone().requires_grad_()
-                    base = leaf * 1.0  # exact: a non-leaf that may be modified in place
-                    target = base if where == "tensor" else base[5:]
-                    returned = function(target)
-                    (dx,) = torch.autograd.grad(base, leaf, grad, create_graph=True)
-                    try:
-                        (ddx,) = torch.autograd.grad(dx, leaf, v, allow_unused=True)
-                    except RuntimeError as error:  # PyTorch: hardsigmoid_backward has no derivative
-                        if "not implemented" not in str(error):
-                            raise
-                        ddx = None
-                    computed[side] = (returned is target, base.detach(), dx.detach(),
-                                      torch.zeros_like(source) if ddx is None else ddx)
-                label = f"{what} {NAMES[dtype]} on a {where}"
-                results.record("" if computed["ours"][0] else "returned another tensor", f"{label}: returns its input")
-                for index, quantity in ((1, "output"), (2, "gradient"), (3, "second derivative")):
-                    results.record(mismatch_report(computed["ours"][index], computed["theirs"][index], source),
-                                   f"{label}: {quantity}")
+    for what, ours_fn, theirs_fn in INPLACE_CASES:
+        for where in ("tensor", "view [5:]"):
+            source = salted_random(4099, dtype, generator)
+            grad = salted_random(4099, dtype, generator)
+            v = salted_random(4099, dtype, generator)
+            computed = {}
+            for side, function in (("ours", ours_fn), ("theirs", theirs_fn)):
+                leaf = source.clone().requires_grad_()
+                base = leaf * 1.0  # exact: a non-leaf that may be modified in place
+                target = base if where == "tensor" else base[5:]
+                returned = function(target)
+                (dx,) = torch.autograd.grad(base, leaf, grad, create_graph=True)
+                try:
+                    (ddx,) = torch.autograd.grad(dx, leaf, v, allow_unused=True)
+                except RuntimeError as error:  # PyTorch: hardsigmoid_backward has no derivative
+                    if "not implemented" not in str(error):
+                        raise
+                    ddx = None
+                computed[side] = (returned is target, base.detach(), dx.detach(),
+                                  torch.zeros_like(source) if ddx is None else ddx)
+            label = f"{what} {NAMES[dtype]} on a {where}"
+            checks.record("" if computed["ours"][0] else "returned another tensor", f"{label}: returns its input")
+            for index, quantity in ((1, "output"), (2, "gradient"), (3, "second derivative")):
+                checks.record(mismatch_report(computed["ours"][index], computed["theirs"][index], source),
+                              f"{label}: {quantity}")
+
+
+@pytest.mark.cuda
+def test_training_step_with_inplace_modules(checks, generator) -> None:
     # A training step with in-place modules, as timm builds them.
     torch.backends.cudnn.deterministic = True
     inputs = torch.randn(64, 96, device="cuda", generator=generator)
@@ -557,11 +560,11 @@ def check_inplace_autograd(results: Results, generator: torch.Generator) -> None
     for model in (ours, theirs):
         F.mse_loss(model(inputs), target).backward()
     for (name, p_ours), p_theirs in zip(ours.named_parameters(), theirs.parameters()):
-        results.record(mismatch_report(p_ours.grad, p_theirs.grad), f"training step with in-place modules: {name}.grad")
-    print(f"in-place autograd: {results.summary()}")
+        checks.record(mismatch_report(p_ours.grad, p_theirs.grad), f"training step with in-place modules: {name}.grad")
 
 
-def check_compile_cuda(results: Results, generator: torch.Generator) -> None:
+@pytest.mark.cuda
+def test_compile_inductor(checks, generator) -> None:
     """Inductor, fullgraph=True: the chain of every op, forward and gradient, bit for bit against
     eager PyTorch with F.*; then each op alone."""
     # The functions become F.*'s under compile: the same bits as torch.compile of F.*. The ops called
@@ -580,30 +583,30 @@ def check_compile_cuda(results: Results, generator: torch.Generator) -> None:
                     y_ours = compiled_chain(ours)
                     y_theirs = expected_chain(theirs)
                 except Exception as error:  # noqa: BLE001
-                    results.record(f"{type(error).__name__}: {str(error)[:600]}", f"compile {what} {NAMES[dtype]}")
+                    checks.record(f"{type(error).__name__}: {str(error)[:600]}", f"compile {what} {NAMES[dtype]}")
                     break
                 label = f"compiled {what} chain {NAMES[dtype]} call {step} vs {against}"
-                results.record(mismatch_report(y_ours, y_theirs, x), f"{label}: forward")
+                checks.record(mismatch_report(y_ours, y_theirs, x), f"{label}: forward")
                 grad = salted_random(x.numel(), dtype, generator).view_as(x)
                 y_ours.backward(grad)
                 y_theirs.backward(grad)
-                results.record(mismatch_report(ours.grad, theirs.grad, x), f"{label}: dx")
+                checks.record(mismatch_report(ours.grad, theirs.grad, x), f"{label}: dx")
     # Each op alone (Inductor calls the CUDA kernel as an extern kernel), and a whole model.
     x = salted_random(1 << 20, torch.float32, generator)
     for name, reference, extra in OP_CASES:
         compiled_op = torch.compile(lambda t, name=name, extra=extra: getattr(ops, name)(t, *extra), fullgraph=True)
-        results.record(mismatch_report(compiled_op(x), reference(x), x), f"compiled hardact::{name}")
+        checks.record(mismatch_report(compiled_op(x), reference(x), x), f"compiled hardact::{name}")
     model = ActivationStack(256).cuda()
     inputs = torch.randn(32, 256, device="cuda", generator=generator)
     try:
         torch.compile(model, fullgraph=True)(inputs).sum().backward()
-        results.record("", "compiled model with nn.Linear, forward and backward")
+        checks.record("", "compiled model with nn.Linear, forward and backward")
     except Exception as error:  # noqa: BLE001
-        results.record(f"{type(error).__name__}: {str(error)[:600]}", "compiled model with nn.Linear")
-    print(f"torch.compile on the GPU: {results.summary()}")
+        checks.record(f"{type(error).__name__}: {str(error)[:600]}", "compiled model with nn.Linear")
 
 
-def check_cuda_graph(results: Results, generator: torch.Generator) -> None:
+@pytest.mark.cuda
+def test_cuda_graph(checks, generator) -> None:
     """Capture every form once, replay with new inputs."""
     static_x = salted_random(1024 * 1031, torch.bfloat16, generator).view(1024, 1031)
     static_grad = salted_random(1024 * 1031, torch.bfloat16, generator).view(1024, 1031)
@@ -627,7 +630,7 @@ def check_cuda_graph(results: Results, generator: torch.Generator) -> None:
         with torch.cuda.graph(graph):
             y, dx, gapped = work()
     except Exception as error:  # noqa: BLE001  (a capture failure is the finding)
-        results.record(f"{type(error).__name__}: {error}", "CUDA graph capture")
+        checks.record(f"{type(error).__name__}: {error}", "CUDA graph capture")
         return
     for replay in range(3):
         static_x.copy_(salted_random(static_x.numel(), torch.bfloat16, generator).view_as(static_x))
@@ -641,18 +644,4 @@ def check_cuda_graph(results: Results, generator: torch.Generator) -> None:
             ("relu6_backward", dx, x_ref.grad),
             ("hardtanh on x[:, ::2]", gapped, F.hardtanh(static_x[:, ::2], -0.5, 0.5)),
         ]:
-            results.record(mismatch_report(got, expected, static_x), f"CUDA graph replay {replay}: {what}")
-    print(f"CUDA graphs: {results.summary()}")
-
-
-def main() -> int:
-    return run_checks(__doc__.split("\n\n")[0],
-                      [check_registration, check_fake_kernels, check_compile_tracing, check_dtensor_rules,
-                       check_opcheck_cpu],
-                      [check_opcheck, check_layouts, check_refusals, check_autograd, check_inplace_autograd,
-                       check_compile_cuda, check_cuda_graph],
-                      without_generator=(check_refusals,))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+            checks.record(mismatch_report(got, expected, static_x), f"CUDA graph replay {replay}: {what}")

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """hardact operators on DTensor-sharded activations, two GPUs, NCCL.
 
-    torchrun --nproc-per-node=2 examples/pytorch/dtensor_example.py
-    torchrun --nproc-per-node=2 examples/pytorch/dtensor_example.py --rows 512 --cols 65536   # quicker
+    torchrun --nproc-per-node=2 pytorch/examples/dtensor_example.py
+    torchrun --nproc-per-node=2 pytorch/examples/dtensor_example.py --rows 512 --cols 65536   # quicker
 
 A 4096 x 393216 activation (float32, then bfloat16; the same seeded values on every rank) is
 distributed with Shard(1) and with Shard(0). Each op (hardsigmoid, hardtanh(-0.3, 0.7), hardswish,
@@ -21,6 +21,7 @@ when every check passed on every rank.
 
 from __future__ import annotations
 
+import pathlib
 import argparse
 import os
 import sys
@@ -38,6 +39,8 @@ from torch.distributed.tensor import DTensor, Shard, distribute_tensor  # noqa: 
 from torch.distributed.tensor.debug import CommDebugMode  # noqa: E402
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module  # noqa: E402
 
+# checklib.py (comparison, test data, the installed package) lives with the tests.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 from checklib import NAMES, differing, import_package, special_values  # noqa: E402
 
 ha = import_package()
@@ -172,7 +175,7 @@ def main() -> int:
     parser.add_argument("--dtypes", default="float32,bfloat16")
     args = parser.parse_args()
     if "LOCAL_RANK" not in os.environ:
-        print("run with: torchrun --nproc-per-node=2 examples/pytorch/dtensor_example.py", file=sys.stderr)
+        print("run with: torchrun --nproc-per-node=2 pytorch/examples/dtensor_example.py", file=sys.stderr)
         return 2
 
     local_rank = int(os.environ["LOCAL_RANK"])

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Times the hardact operators against PyTorch on one GPU, interleaved.
 
-    python3 examples/pytorch/bench.py                       # 4096 x 393216, float32 and bfloat16
-    python3 examples/pytorch/bench.py --ops hardsigmoid,hardtanh,hardswish,relu6 --reps 31
+    python3 pytorch/bench/bench.py                       # 4096 x 393216, float32 and bfloat16
+    python3 pytorch/bench/bench.py --ops hardsigmoid,hardtanh,hardswish,relu6 --reps 31
 
 For each dtype and op, five implementations: copy_ (the ceiling: one read, one write), hardact's op
 eager (torch.ops.hardact.*), the op under torch.compile, F.* eager, and torch.compile(F.*)
@@ -15,6 +15,7 @@ a hardact difference fails the run; one of torch.compile(F.*) is printed as a no
 
 from __future__ import annotations
 
+import pathlib
 import argparse
 import statistics
 import sys
@@ -22,6 +23,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
+# checklib.py (comparison, test data, the installed package) lives with the tests.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 from checklib import NAMES, describe_gpu, import_package, mismatch_report, salted_random
 
 ha = import_package()

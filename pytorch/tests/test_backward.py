@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
-"""Checks hardact's backward ops and activation family against PyTorch on the GPU, bit for bit,
-through the installed hardact_torch package.
+"""Tests of hardact's backward ops and activation family against PyTorch on the GPU, bit for bit,
+through the installed hardact_torch package (every test needs a GPU: marked cuda).
 
-    python3 examples/pytorch/check_backward.py
+    pytest pytorch/tests/test_backward.py -k "float16 or mixed"
 
-Backward (the point of this script): torch.ops.hardact.hardsigmoid_backward, hardswish_backward,
+Backward (the point of this module): torch.ops.hardact.hardsigmoid_backward, hardswish_backward,
 relu6_backward and hardtanh_backward (bounds (-1, 1), (0, 6), (-0.3, 0.7), (-2.5, -0.5),
 (0.5, 0.5)), i.e. HardSigmoidBackward, HardSwishBackward and HardTanhBackward through the
 two-input launcher, against the gradients torch.autograd computes for F.hardsigmoid, F.hardswish,
@@ -25,26 +24,27 @@ fused chain against (x * s).clamp(lo, hi) + b and HardSigmoid::affine against
 torch.clamp(x * alpha + beta, 0, 1), both float32.
 
 Comparison: NaN positions must match (any NaN matches any NaN); every other element must have the
-same bits (so -0.0 and +0.0 differ). Exit status: 0 all matched, 1 a mismatch, 2 no CUDA GPU.
+same bits (so -0.0 and +0.0 differ).
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 
+import pytest
 import torch
 import torch.nn.functional as F
 
-from checklib import (FLOAT_DTYPES, HARDTANH_BOUNDS, NAMES, Results, describe_gpu, differing, every_pattern,
-                      import_package, is_nan, mismatch_report, salted_random, show)
+import hardact_torch as ha
+from checklib import (FLOAT_DTYPES, HARDTANH_BOUNDS, NAMES, differing, every_pattern, is_nan, mismatch_report,
+                      salted_random, show)
 
-ha = import_package()
 ops = torch.ops.hardact
+pytestmark = pytest.mark.cuda
+SEED = 5  # the generator fixture's seed (conftest.py)
 
 
-def grad_and_x(dtype: torch.dtype, generator: torch.Generator):
+def grad_and_x(dtype: torch.dtype, generator):
     """(grad, x) pairs to test: every x pattern against a few grads (16-bit), random pairs (else)."""
     if dtype in (torch.float16, torch.bfloat16):
         x = every_pattern(dtype)
@@ -64,56 +64,50 @@ def autograd_gradient(forward, grad: torch.Tensor, x: torch.Tensor) -> torch.Ten
     return leaf.grad
 
 
-# ---- checks -------------------------------------------------------------------------------------
+# ---- tests (all need a GPU) ---------------------------------------------------------------------
 
-def check_backward(results: Results, generator: torch.Generator) -> None:
-    for dtype in FLOAT_DTYPES:
-        failed_before, total_before = results.failed, results.passed + results.failed
-        for grad, x in grad_and_x(dtype, generator):
-            cases = [("hardsigmoid", F.hardsigmoid, ops.hardsigmoid_backward),
-                     ("hardswish", F.hardswish, ops.hardswish_backward),
-                     ("relu6", F.relu6, ops.relu6_backward)]
-            for low, high in HARDTANH_BOUNDS:
-                cases.append((f"hardtanh({low}, {high})", lambda v, low=low, high=high: F.hardtanh(v, low, high),
-                              lambda g, v, low=low, high=high: ops.hardtanh_backward(g, v, low, high)))
-            for name, forward, ours in cases:
-                what = f"{NAMES[dtype]} {name} backward"
-                expected = autograd_gradient(forward, grad, x)
-                if name == "hardsigmoid" and dtype == torch.float64:
-                    autograd = expected
-                    inside = (x > -3) & (x < 3)
-                    expected = torch.where(inside, torch.div(grad, torch.full_like(grad, 6.0)), torch.zeros_like(grad))
-                    print(f"  float64 hardsigmoid backward: grad / 6 differs from autograd's grad * float(1/6) "
-                          f"on {int(differing(ours(grad, x), autograd).sum())} of {x.numel()} elements (documented)")
-                results.record(mismatch_report(ours(grad, x), expected, grad, x), what)
-                if x.numel() > 1:  # views one element in: misaligned for vector access
-                    results.record(mismatch_report(ours(grad[1:], x[1:]), expected[1:], grad[1:], x[1:]),
-                                   what + " on x[1:]")
-        checked = results.passed + results.failed - total_before
-        failed = results.failed - failed_before
-        print(f"{NAMES[dtype]:9} backward {'bit-exact' if failed == 0 else 'MISMATCH'}: {checked} checks, {failed} failed")
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=NAMES.get)
+def test_backward(checks, generator, dtype) -> None:
+    for grad, x in grad_and_x(dtype, generator):
+        cases = [("hardsigmoid", F.hardsigmoid, ops.hardsigmoid_backward),
+                 ("hardswish", F.hardswish, ops.hardswish_backward),
+                 ("relu6", F.relu6, ops.relu6_backward)]
+        for low, high in HARDTANH_BOUNDS:
+            cases.append((f"hardtanh({low}, {high})", lambda v, low=low, high=high: F.hardtanh(v, low, high),
+                          lambda g, v, low=low, high=high: ops.hardtanh_backward(g, v, low, high)))
+        for name, forward, ours in cases:
+            what = f"{NAMES[dtype]} {name} backward"
+            expected = autograd_gradient(forward, grad, x)
+            if name == "hardsigmoid" and dtype == torch.float64:
+                autograd = expected
+                inside = (x > -3) & (x < 3)
+                expected = torch.where(inside, torch.div(grad, torch.full_like(grad, 6.0)), torch.zeros_like(grad))
+                print(f"  float64 hardsigmoid backward: grad / 6 differs from autograd's grad * float(1/6) "
+                      f"on {int(differing(ours(grad, x), autograd).sum())} of {x.numel()} elements (documented)")
+            checks.record(mismatch_report(ours(grad, x), expected, grad, x), what)
+            if x.numel() > 1:  # views one element in: misaligned for vector access
+                checks.record(mismatch_report(ours(grad[1:], x[1:]), expected[1:], grad[1:], x[1:]),
+                              what + " on x[1:]")
 
 
-def check_forward(results: Results, generator: torch.Generator) -> None:
-    for dtype in FLOAT_DTYPES:
-        failed_before = results.failed
-        if dtype in (torch.float16, torch.bfloat16):
-            inputs = [every_pattern(dtype), salted_random(1000003, dtype, generator)[1:]]
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=NAMES.get)
+def test_hardswish_relu6(checks, generator, dtype) -> None:
+    if dtype in (torch.float16, torch.bfloat16):
+        inputs = [every_pattern(dtype), salted_random(1000003, dtype, generator)[1:]]
+    else:
+        inputs = [salted_random(1 << 22, dtype, generator), salted_random(1000003, dtype, generator)[3:]]
+    for x in inputs:
+        out = ops.hardswish(x)
+        if dtype == torch.float64:  # x * relu6(x + 3) / 6, correctly rounded (a tensor division)
+            product = x * torch.clamp(x + 3.0, 0.0, 6.0)
+            expected = torch.div(product, torch.full_like(product, 6.0))
         else:
-            inputs = [salted_random(1 << 22, dtype, generator), salted_random(1000003, dtype, generator)[3:]]
-        for x in inputs:
-            out = ops.hardswish(x)
-            if dtype == torch.float64:  # x * relu6(x + 3) / 6, correctly rounded (a tensor division)
-                product = x * torch.clamp(x + 3.0, 0.0, 6.0)
-                expected = torch.div(product, torch.full_like(product, 6.0))
-            else:
-                expected = F.hardswish(x)
-            results.record(mismatch_report(out, expected, x), f"{NAMES[dtype]} hardswish")
-            results.record(mismatch_report(ops.relu6(x), F.relu6(x), x), f"{NAMES[dtype]} relu6")
-        print(f"{NAMES[dtype]:9} hardswish, relu6 {'bit-exact' if results.failed == failed_before else 'MISMATCH'}")
+            expected = F.hardswish(x)
+        checks.record(mismatch_report(out, expected, x), f"{NAMES[dtype]} hardswish")
+        checks.record(mismatch_report(ops.relu6(x), F.relu6(x), x), f"{NAMES[dtype]} relu6")
 
 
-def check_mixed(results: Results, generator: torch.Generator) -> None:
+def test_mixed_dtypes(checks, generator) -> None:
     pairs = [(torch.float32, torch.bfloat16), (torch.float32, torch.float16), (torch.float32, torch.float8_e4m3fn),
              (torch.float32, torch.float8_e5m2), (torch.bfloat16, torch.float32), (torch.bfloat16, torch.float8_e4m3fn),
              (torch.bfloat16, torch.float8_e5m2), (torch.float16, torch.float32)]
@@ -123,7 +117,7 @@ def check_mixed(results: Results, generator: torch.Generator) -> None:
         ops._activation_to(x, "hardsigmoid", out=out)
         # PyTorch: widen exactly, hardsigmoid in float, one cast.
         expected = F.hardsigmoid(x.float()).to(target)
-        results.record(mismatch_report(out, expected, x), f"hardsigmoid {NAMES[source]} -> {NAMES[target]}")
+        checks.record(mismatch_report(out, expected, x), f"hardsigmoid {NAMES[source]} -> {NAMES[target]}")
 
     # HardSwish is unbounded: beyond the fp8 range PyTorch's cast gives NaN (e4m3fn, <= 2.11) or inf
     # (e5m2); hardact saturates. Every difference must be such a position, holding +-max.
@@ -144,42 +138,19 @@ def check_mixed(results: Results, generator: torch.Generator) -> None:
             first = int(unexplained.reshape(-1).nonzero()[0])
             report = (f"{int(unexplained.sum())} differences not explained by saturation; first: input {show(x, first)}, "
                       f"got {show(out, first)}, PyTorch {show(expected, first)}")
-        results.record(report, f"hardswish {NAMES[source]} -> {NAMES[target]}")
+        checks.record(report, f"hardswish {NAMES[source]} -> {NAMES[target]}")
         print(f"  hardswish {NAMES[source]} -> {NAMES[target]}: {int(mask.sum())} elements saturated by hardact "
               f"where PyTorch's cast gives NaN/inf")
-    print(f"mixed dtypes {'checked' if results.failed == 0 else 'MISMATCH'}")
 
 
-def check_fused(results: Results, generator: torch.Generator) -> None:
+def test_fused_chain_and_affine(checks, generator) -> None:
     x = salted_random(1 << 22, torch.float32, generator)
     for scale, low, high, offset in [(2.0, -1.0, 1.0, 0.5), (0.1, 0.0, 6.0, -3.0), (-3.5, -0.25, 0.75, 1e-3)]:
         out = ops._scale_clamp_offset(x, scale, low, high, offset)
         expected = torch.clamp(x * scale, low, high) + offset
-        results.record(mismatch_report(out, expected, x), f"chain(Scale{{{scale}}}, HardTanh{{{low}, {high}}}, "
+        checks.record(mismatch_report(out, expected, x), f"chain(Scale{{{scale}}}, HardTanh{{{low}, {high}}}, "
                                                             f"Offset{{{offset}}}) vs three PyTorch ops")
     for alpha, beta in [(0.2, 0.5), (1.0 / 6.0, 0.5), (-2.5, 0.25)]:
         out = ops._hardsigmoid_affine(x, alpha, beta)
         expected = torch.clamp(x * alpha + beta, 0.0, 1.0)
-        results.record(mismatch_report(out, expected, x), f"HardSigmoid::affine({alpha}, {beta})")
-    print("fused chain and affine HardSigmoid (float32) checked")
-
-
-def main() -> int:
-    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args()
-    print(describe_gpu())
-    if not torch.cuda.is_available():
-        print("check_backward.py: no CUDA GPU visible to PyTorch; nothing was run", file=sys.stderr)
-        return 2
-    results = Results()
-    generator = torch.Generator(device="cuda").manual_seed(5)
-    print("\nbit-exact checks (NaN matches NaN, all other bits equal):")
-    check_backward(results, generator)
-    check_forward(results, generator)
-    check_mixed(results, generator)
-    check_fused(results, generator)
-    print(f"\n{results.summary()}")
-    return 0 if results.failed == 0 else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        checks.record(mismatch_report(out, expected, x), f"HardSigmoid::affine({alpha}, {beta})")

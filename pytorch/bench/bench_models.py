@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Real networks with hardact_torch's activation modules against the same networks with torch.nn's.
 
-    python3 examples/pytorch/bench_models.py                      # every model, eager; compiled for the first
-    python3 examples/pytorch/bench_models.py --models mobilenetv3_large_100 --compiled all --reps 21
+    python3 pytorch/bench/bench_models.py                      # every model, eager; compiled for the first
+    python3 pytorch/bench/bench_models.py --models mobilenetv3_large_100 --compiled all --reps 21
 
 Each model (timm or torchvision, random weights: nothing is downloaded) is built once, put in eval
 mode and channels_last, and copied; `hardact_torch.replace_activations` swaps every nn.Hardswish,
@@ -29,6 +29,7 @@ comparisons passed, 1 a difference, 2 no GPU.
 
 from __future__ import annotations
 
+import pathlib
 import argparse
 import copy
 import gc
@@ -42,6 +43,8 @@ import time
 import torch
 from torch import nn
 
+# checklib.py (comparison, test data, the installed package) lives with the tests.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 from checklib import describe_gpu, import_package, mismatch_report
 
 ha = import_package()

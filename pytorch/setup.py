@@ -1,7 +1,7 @@
 """Builds hardact_torch: hardact's activations registered as PyTorch operators (torch.ops.hardact.*).
 
-    python3 -m pip install --no-build-isolation ./examples/pytorch       # from the repository root
-    python3 -m pip install --no-build-isolation -e ./examples/pytorch    # editable
+    python3 -m pip install --no-build-isolation ./pytorch       # from the repository root
+    python3 -m pip install --no-build-isolation -e ./pytorch    # editable
 
 --no-build-isolation: the extension must be compiled against the torch that will import it, the
 one already installed (an isolated build would fetch another torch). The CUDA code includes the
@@ -23,13 +23,13 @@ try:
 except ImportError as error:
     sys.exit(
         f"hardact_torch: PyTorch must be installed before building this package ({error}). "
-        "Install with: python3 -m pip install --no-build-isolation ./examples/pytorch"
+        "Install with: python3 -m pip install --no-build-isolation ./pytorch"
     )
 
 
 def hardact_include_dir() -> str:
     """The repository's include/, resolved from this file (pip builds local folders in place)."""
-    directory = pathlib.Path(os.environ.get("HARDACT_INCLUDE_DIR", HERE.parent.parent / "include")).resolve()
+    directory = pathlib.Path(os.environ.get("HARDACT_INCLUDE_DIR", HERE.parent / "include")).resolve()
     if not (directory / "hardact" / "hardact.cuh").is_file():
         sys.exit(
             f"hardact_torch: hardact's headers were not found under {directory}. Build from the repository "

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Host time per call of hardact_torch's functions and modules against PyTorch's, at a launch-bound size.
 
-    python3 examples/pytorch/bench_host.py                  # 64x16x28x28, float32 and bfloat16
-    python3 examples/pytorch/bench_host.py --calls 2000 --runs 21
+    python3 pytorch/bench/bench_host.py                  # 64x16x28x28, float32 and bfloat16
+    python3 pytorch/bench/bench_host.py --calls 2000 --runs 21
 
 In a launch-bound network (eager MobileNetV3 at batch 64 spends about half its wall time on the host)
 what an activation costs is the host time of its call. For each op, dtype and grad mode (torch.no_grad;
@@ -34,6 +34,7 @@ eager rounds between its ops, the fused op once).
 
 from __future__ import annotations
 
+import pathlib
 import argparse
 import contextlib
 import copy
@@ -46,6 +47,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+# checklib.py (comparison, test data, the installed package) lives with the tests.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 from checklib import describe_gpu, import_package, mismatch_report
 
 ha = import_package()

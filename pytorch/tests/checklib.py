@@ -1,8 +1,8 @@
-"""Shared by the check scripts: the installed package, bit-for-bit comparison, test data, counters."""
+"""Shared by the tests, the benchmarks and the DTensor example: bit-for-bit comparison, test data, the
+record of a test's comparisons, the installed package."""
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 
@@ -15,11 +15,11 @@ NAMES = {
 }
 BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 HARDTANH_BOUNDS = [(-1.0, 1.0), (0.0, 6.0), (-0.3, 0.7), (-2.5, -0.5), (0.5, 0.5)]
-INSTALL_HINT = "python3 -m pip install --no-build-isolation ./examples/pytorch   (from the repository root)"
+INSTALL_HINT = "python3 -m pip install --no-build-isolation ./pytorch   (from the repository root)"
 
 
 def import_package():
-    """The installed hardact_torch, or exit 3 with the install command."""
+    """The installed hardact_torch, or exit 3 with the install command (for the scripts)."""
     try:
         import hardact_torch
     except ImportError as error:
@@ -29,33 +29,25 @@ def import_package():
     return hardact_torch
 
 
-class Results:
-    """Counts checks; prints each failure as it happens (and each pass with verbose=True)."""
+class Checks:
+    """The comparisons one test makes: each record is a pass ('') or a failure's description. A test
+    that takes the `checks` fixture fails (conftest.py) when any record failed or when none was made,
+    with every failure in one message: a loop over thousands of cases stays one test."""
 
-    def __init__(self, verbose: bool = False):
+    def __init__(self) -> None:
         self.passed = 0
-        self.failed = 0
-        self.skipped = 0
-        self.verbose = verbose
+        self.failures: list[str] = []
 
     def record(self, report: str, what: str) -> bool:
         """report '' is a pass; anything else is the failure's description."""
         if report:
-            self.failed += 1
-            print(f"  FAIL {what}: {report}")
+            self.failures.append(f"{what}: {report}")
         else:
             self.passed += 1
-            if self.verbose:
-                print(f"  PASS {what}")
         return not report
 
-    def skip(self, what: str, reason: str) -> None:
-        self.skipped += 1
-        print(f"  SKIP {what}: {reason}")
-
     def summary(self) -> str:
-        skipped = f", {self.skipped} skipped" if self.skipped else ""
-        return f"{self.passed} passed, {self.failed} failed{skipped}"
+        return f"{self.passed} passed, {len(self.failures)} failed"
 
 
 def as_bits(t: torch.Tensor) -> torch.Tensor:
@@ -128,30 +120,3 @@ def describe_gpu() -> str:
     if not torch.cuda.is_available():
         return f"PyTorch {torch.__version__}, no CUDA GPU visible"
     return f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}), {torch.cuda.get_device_name()}"
-
-
-def run_checks(description: str, cpu_checks, gpu_checks, without_generator=()) -> int:
-    """The check scripts' main: --no-gpu and --verbose, the checks that need no GPU, then (with a GPU)
-    the GPU checks, each given a seeded CUDA generator unless listed in without_generator. Prints
-    the total; returns the exit status (0 no failure, 1 a failure)."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--no-gpu", action="store_true", help="only the checks that need no GPU")
-    parser.add_argument("--verbose", action="store_true", help="print passing checks too")
-    args = parser.parse_args()
-    print(describe_gpu())
-    results = Results(verbose=args.verbose)
-    for check in cpu_checks:
-        check(results)
-    if args.no_gpu or not torch.cuda.is_available():
-        reason = "--no-gpu" if args.no_gpu else "no CUDA GPU visible to PyTorch"
-        for check in gpu_checks:
-            results.skip(check.__name__, reason)
-    else:
-        generator = torch.Generator(device="cuda").manual_seed(2026)
-        for check in gpu_checks:
-            if check in without_generator:
-                check(results)
-            else:
-                check(results, generator)
-    print(f"\n{results.summary()}")
-    return 0 if results.failed == 0 else 1

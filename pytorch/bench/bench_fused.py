@@ -2,8 +2,8 @@
 """The fused operators against PyTorch eager's sequence of ops and torch.compile of the same
 expression (Inductor's fused kernel), on large tensors, interleaved.
 
-    python3 examples/pytorch/bench_fused.py                  # 4096 x 393216 elements, float32 and bfloat16
-    python3 examples/pytorch/bench_fused.py --dtypes float32 --reps 11 --forms bn_nchw,bn_nhwc
+    python3 pytorch/bench/bench_fused.py                  # 4096 x 393216 elements, float32 and bfloat16
+    python3 pytorch/bench/bench_fused.py --dtypes float32 --reps 11 --forms bn_nchw,bn_nhwc
 
 Forms (n = 4096 * 393216 elements in each; NCHW shapes are (256, 1536, 64, 64)):
   bias_2d    hardswish(x + bias), bias over the last dim of a row-major (4096, 393216) x, bias of x's
@@ -31,6 +31,7 @@ divide by 6 where PyTorch's kernels multiply by float(1/6)).
 
 from __future__ import annotations
 
+import pathlib
 import argparse
 import statistics
 import sys
@@ -39,6 +40,8 @@ import time
 import torch
 import torch.nn.functional as F
 
+# checklib.py (comparison, test data, the installed package) lives with the tests.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 from checklib import describe_gpu, import_package
 
 ha = import_package()

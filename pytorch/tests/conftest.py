@@ -1,0 +1,80 @@
+"""pytest set-up of the package's tests.
+
+- The `cuda` marker: a test that needs a CUDA GPU is skipped, with that reason, where PyTorch sees none.
+- The `checks` fixture (checklib.Checks): a test records many comparisons (a loop over dtypes, layouts,
+  activations and forms) and fails with all of its failures in one message, or when it recorded
+  none. The number of comparisons per module is printed at the end of the run.
+- The `generator` fixture: a CUDA generator seeded with the module's SEED, fresh for every test, so a
+  test's data do not depend on which tests ran before it.
+The tests import the installed hardact_torch (python3 -m pip install --no-build-isolation ./pytorch),
+never the source tree.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from checklib import Checks
+
+try:
+    import hardact_torch  # noqa: F401
+except ImportError as error:
+    raise pytest.UsageError(
+        f"hardact_torch is not installed or does not load ({error}). Install it from the repository root "
+        "with: python3 -m pip install --no-build-isolation ./pytorch") from error
+
+CHECKS = pytest.StashKey[Checks]()
+COUNTS = pytest.StashKey[dict]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "cuda: needs a CUDA GPU visible to PyTorch (skipped without one)")
+    config.stash[COUNTS] = {}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU; PyTorch sees none")
+    for item in items:
+        if item.get_closest_marker("cuda"):
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def checks(request: pytest.FixtureRequest) -> Checks:
+    record = Checks()
+    request.node.stash[CHECKS] = record
+    return record
+
+
+@pytest.fixture
+def generator(request: pytest.FixtureRequest) -> torch.Generator:
+    return torch.Generator(device="cuda").manual_seed(getattr(request.module, "SEED", 2026))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    __tracebackhide__ = True  # a failure shows its message, not this hook
+    result = yield  # the test body; an exception it raises fails the test as usual
+    record = item.stash.get(CHECKS, None)
+    if record is not None:
+        counts = item.config.stash[COUNTS].setdefault(item.path.name, [0, 0])
+        counts[0] += record.passed
+        counts[1] += len(record.failures)
+        if record.failures:
+            shown = "\n".join(record.failures[:40])
+            more = f"\n... and {len(record.failures) - 40} more" if len(record.failures) > 40 else ""
+            raise AssertionError(f"{len(record.failures)} of {record.passed + len(record.failures)} "
+                                 f"comparisons failed:\n{shown}{more}")
+        if record.passed == 0:
+            raise AssertionError("the test made no comparison")
+    return result
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    counts = config.stash.get(COUNTS, {})
+    if counts:
+        terminalreporter.write_line("comparisons: " + "; ".join(
+            f"{module} {passed} passed, {failed} failed" for module, (passed, failed) in sorted(counts.items())))
