@@ -102,9 +102,11 @@ inline std::size_t align_up(std::size_t bytes, std::size_t alignment) {
 /// that much device memory. Two passes, both on CUB: DeviceFor sums chunks of rows column by
 /// column (coalesced whatever inner is), DeviceSegmentedReduce sums each channel's partials. Sums
 /// accumulate in float (double for double input), deterministically, and are rounded once to
-/// TOut. Returns cudaErrorInvalidValue, nothing launched, when channels or inner is 0, n is not a
-/// multiple of channels * inner, a pointer is null or misaligned (n > 0), or the temporary
-/// storage is smaller than asked; n == 0 writes zeros. Never synchronises or allocates.
+/// TOut. Returns cudaErrorInvalidValue, nothing launched, when channels or inner is 0 (whatever n,
+/// as the launchers refuse a malformed broadcast), n is not a multiple of channels * inner, `sums`
+/// is null or misaligned, `in` is null or misaligned (n > 0), or the temporary storage is smaller
+/// than asked; n == 0 writes zeros to `sums` (`in` is not looked at). Never synchronises or
+/// allocates.
 template <class T, class TOut>
 cudaError_t channel_sum(void* temp_storage, std::size_t& temp_storage_bytes, const T* in, std::size_t n,
                         std::size_t channels, std::size_t inner, TOut* sums, cudaStream_t stream = nullptr) {

@@ -414,9 +414,8 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
   return launch_widest_aligned<kWidth>(op, n, device, stream, broadcasts, out, in...);
 }
 
-/// A broadcast operand the kernels can use for a call of n elements writing `out`: non-null and
-/// aligned values, period values readable, inner and period at least 1, and no value inside the
-/// output (it would change while being read). usable_values: the values part.
+/// Values the kernels can read for a call of n elements writing `out`: non-null and aligned,
+/// readable, and none inside the output (it would change while being read).
 template <class T, class TOut>
 bool usable_values(const T* values, std::size_t count, std::size_t n, const TOut* out) {
   if (!is_usable_range(values, count)) return false;
@@ -425,17 +424,27 @@ bool usable_values(const T* values, std::size_t count, std::size_t n, const TOut
   return !(values_begin < out_end && out_begin < values_end);
 }
 
-template <class T, class TOut>
-bool is_usable_broadcast(const Broadcast<T>& b, std::size_t n, const TOut* out) {
-  return b.inner != 0 && b.period != 0 && usable_values(b.values, b.period, n, out);
+/// A broadcast operand's shape, whatever n and without looking at its pointer: inner and period
+/// at least 1; for a SampleBroadcast also a span that is a whole number of inner * period.
+template <class T>
+bool is_well_formed(const Broadcast<T>& b) {
+  return b.inner != 0 && b.period != 0;
+}
+template <class T>
+bool is_well_formed(const SampleBroadcast<T>& b) {
+  if (b.inner == 0 || b.period == 0 || b.span == 0) return false;
+  return b.span % b.inner == 0 && (b.span / b.inner) % b.period == 0;
 }
 
-/// The same for a SampleBroadcast of a call of n >= 1 elements: a span that is a multiple of inner *
-/// period, and period values for each span the call reaches.
+/// A well-formed Broadcast's values for a call of n >= 1 elements.
+template <class T, class TOut>
+bool is_usable_broadcast(const Broadcast<T>& b, std::size_t n, const TOut* out) {
+  return usable_values(b.values, b.period, n, out);
+}
+
+/// The same for a well-formed SampleBroadcast: period values for each span the call reaches.
 template <class T, class TOut>
 bool is_usable_broadcast(const SampleBroadcast<T>& b, std::size_t n, const TOut* out) {
-  if (b.inner == 0 || b.period == 0 || b.span == 0) return false;
-  if (b.span % b.inner != 0 || (b.span / b.inner) % b.period != 0) return false;
   const std::size_t spans = (n - 1) / b.span + 1;
   return spans <= SIZE_MAX / b.period && usable_values(b.values, spans * b.period, n, out);
 }
@@ -469,7 +478,11 @@ cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, TOu
   const auto broadcast_at = [&](auto k) -> const auto& {
     return cuda::std::get<Split::position(decltype(k)::value, true)>(operands);
   };
+  // A malformed policy or operand is refused whatever n; then n == 0 is done, no pointer looked at.
   if (!policy_is_valid(op)) return cudaErrorInvalidValue;
+  if (!(is_well_formed(broadcast_at(cuda::std::integral_constant<std::size_t, B>{})) && ...)) {
+    return cudaErrorInvalidValue;
+  }
   if (n == 0) return cudaSuccess;
   if (n > kMaxBroadcastElements) return cudaErrorInvalidValue;
   if (!(is_usable_broadcast(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n, out) && ...)) {
