@@ -4,8 +4,10 @@
 #pragma once
 
 #include <hardact/dispatch/dispatch_transform.cuh>
+#include <hardact/dispatch/operands.cuh>
+#include <hardact/kernel/tuning.cuh>
 #include <hardact/numeric/conversions.cuh>
-#include <hardact/operand.cuh>
+#include <hardact/numeric/fast_divmod.cuh>
 
 #include <cub/device/device_for.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
@@ -118,8 +120,8 @@ cudaError_t channel_sum(void* temp_storage, std::size_t& temp_storage_bytes, con
   const std::size_t row = channels * inner;
   if (n % row != 0 || n > detail::kMaxBroadcastElements) return cudaErrorInvalidValue;
   const std::size_t outer = n / row;
-  // Enough chunks that stage 1 has about 2^20 threads (a full GPU), each summing whole rows.
-  constexpr std::size_t kStageOneThreads = std::size_t{1} << 20;
+  // Enough chunks that stage 1 has about kChannelSumStageOneThreads threads, each summing whole rows.
+  constexpr std::size_t kStageOneThreads = detail::kChannelSumStageOneThreads;
   std::size_t chunks = row >= kStageOneThreads ? 1 : (kStageOneThreads + row - 1) / row;
   if (chunks > outer) chunks = outer > 0 ? outer : 1;
   const std::size_t rows_per_chunk = outer > 0 ? (outer + chunks - 1) / chunks : 1;
