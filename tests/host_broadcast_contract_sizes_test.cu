@@ -1,5 +1,6 @@
 // The launch contract with broadcast operands on the host (no GPU needed), for element counts and
-// shapes: n == 0 succeeds without looking at the operands, in float, double, half and bfloat16; more
+// shapes: n == 0 succeeds without looking at the operands' pointers, but a malformed operand is
+// refused whatever n, in float, double, half and bfloat16; more
 // than 2^63 elements is refused as the only reason; channel_sum's argument refusals. Refusals return
 // before any CUDA call (host addresses stand in for device memory and are never dereferenced, as in
 // host_launch_contract_test.cu).
@@ -16,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace {
 
@@ -33,9 +35,10 @@ TYPED_TEST(HostBroadcastContract, ZeroElementsSucceedsWithoutLookingAtOperands) 
   const auto bias = hardact::bias_activation(hardact::HardSwish{});
   const T* const null_in = nullptr;
   T* const null_out = nullptr;
-  const hardact::Broadcast<T> broken[] = {{nullptr, 1, 1}, {this->values(), 0, 4}, {this->values(), 1, 0},
-                                          {reinterpret_cast<const T*>(this->out()), 1, 4}};
-  for (const hardact::Broadcast<T>& b : broken) {
+  // Well-formed operands whose pointers would be refused for n > 0: null, misaligned, inside out.
+  std::vector<hardact::Broadcast<T>> unusable = {{nullptr, 1, 1}, {reinterpret_cast<const T*>(this->out()), 1, 4}};
+  if (alignof(T) > 1) unusable.push_back({this->memory_.template at<T>(3072 + 1), 1, 4});
+  for (const hardact::Broadcast<T>& b : unusable) {
     EXPECT_EQ(hardact::transform(bias, null_in, b, null_out, 0), cudaSuccess);
     EXPECT_EQ(hardact::transform(bias, this->x(), b, this->out(), 0), cudaSuccess);
     EXPECT_EQ(hardact::transform(hardact::HardSigmoidGate{}, b, null_in, null_out, 0), cudaSuccess);
@@ -45,6 +48,39 @@ TYPED_TEST(HostBroadcastContract, ZeroElementsSucceedsWithoutLookingAtOperands) 
                                  null_in, b, b, null_out, 0),
               cudaSuccess);
   }
+  const hardact::SampleBroadcast<T> null_sample = hardact::per_sample_channel(static_cast<const T*>(nullptr), 4, 2);
+  EXPECT_EQ(hardact::transform(hardact::HardSigmoidGate{}, null_in, null_sample, null_out, 0), cudaSuccess);
+}
+
+// The empty-call rule: a malformed operand is refused whatever n, before n == 0 succeeds. Inner or
+// period 0, and a SampleBroadcast's span 0 or not a multiple of inner * period, are refused at
+// n == 0 too, with valid pointers and with null ones, in every launcher form.
+TYPED_TEST(HostBroadcastContract, MalformedOperandsAreRefusedWhenEmpty) {
+  using T = TypeParam;
+  const T* const values = this->values();
+  T* const out = this->out();
+  this->expect_refused(hardact::Broadcast<T>{values, 0, 4}, out, 0, "inner 0");
+  this->expect_refused(hardact::Broadcast<T>{values, 3, 0}, out, 0, "period 0");
+  this->expect_refused(hardact::per_channel(values, 0), out, 0, "channels 0");
+  this->expect_refused(hardact::Broadcast<T>{nullptr, 0, 0}, out, 0, "both 0, null values");
+  this->expect_refused(hardact::SampleBroadcast<T>{values, 0, 4, 8}, out, 0, "sample inner 0");
+  this->expect_refused(hardact::SampleBroadcast<T>{values, 1, 0, 8}, out, 0, "sample period 0");
+  this->expect_refused(hardact::SampleBroadcast<T>{values, 1, 4, 0}, out, 0, "span 0");
+  this->expect_refused(hardact::per_sample_channel(values, 4, 0), out, 0, "positions 0");
+  this->expect_refused(hardact::SampleBroadcast<T>{values, 1, 4, 6}, out, 0, "span 6 of period 4");
+  this->expect_refused(hardact::SampleBroadcast<T>{values, 3, 4, 16}, out, 0, "span 16 of inner 3");
+  const T* const null_in = nullptr;
+  T* const null_out = nullptr;
+  const auto bias = hardact::bias_activation(hardact::HardSwish{});
+  EXPECT_EQ(hardact::transform(bias, null_in, hardact::Broadcast<T>{nullptr, 1, 0}, null_out, 0),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(hardact::transform(hardact::HardSigmoidGate{}, null_in, hardact::SampleBroadcast<T>{nullptr, 1, 4, 6},
+                               null_out, 0),
+            cudaErrorInvalidValue);
+  // An invalid policy, too, whatever n and whatever the operands.
+  EXPECT_EQ(hardact::transform(hardact::bias_activation(hardact::HardTanh{1.0, -1.0}), null_in,
+                               hardact::Broadcast<T>{nullptr, 1, 1}, null_out, 0),
+            cudaErrorInvalidValue);
 }
 // The element-count limit on its own: one-byte elements in place, so that every other check passes
 // for n = 2^63 + 1 ([out, out + n) fits the address space above these host addresses, and the

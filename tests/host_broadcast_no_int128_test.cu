@@ -1,4 +1,4 @@
-// FastDivmod and multiply_high on their portable path: operand.cuh divides 2^(63 + l) by d by long
+// FastDivmod and multiply_high on their portable path: numeric/fast_divmod.cuh divides 2^(63 + l) by d by long
 // division and forms 64 x 64 -> 128-bit products from 32-bit halves where the host compiler has no
 // 128-bit integers (the #else branches). This translation unit takes those branches by hiding
 // __SIZEOF_INT128__ before anything is included, and checks them against the same cases as
@@ -6,10 +6,10 @@
 // executable, so that the two definitions of the inline functions never meet in one program.
 #undef __SIZEOF_INT128__
 
-#include <hardact/operand.cuh>
+#include <hardact/numeric/fast_divmod.cuh>
 
 #ifdef __SIZEOF_INT128__
-#error "host_broadcast_no_int128_test must compile operand.cuh without __SIZEOF_INT128__"
+#error "host_broadcast_no_int128_test must compile fast_divmod.cuh without __SIZEOF_INT128__"
 #endif
 
 #include "support/divmod_cases.hpp"

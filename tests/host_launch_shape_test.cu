@@ -209,7 +209,7 @@ TEST(LaunchShape, EvictLastCopiesForSixteenBytesOfEachUnitOfSmallElements) {
   EXPECT_EQ((evict_last_unit_bytes<0, float, bf16, bf16>()), 8u);  // 8 + 8
   EXPECT_EQ((evict_last_unit_bytes<1, float, bf16, bf16>()), 8u);
   EXPECT_FALSE(hardact::detail::caching_has(StagedCaching::plain, kHinted));
-  EXPECT_TRUE(hardact::detail::caching_has(StagedCaching::streaming_stores | kHinted, kHinted));
+  EXPECT_TRUE(hardact::detail::caching_has(kHinted, kHinted));
 }
 
 TEST(LaunchShape, MarkedPartIsTheWindowsEndFromAnL2Line) {

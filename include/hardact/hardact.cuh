@@ -1,19 +1,23 @@
 /// @file hardact.cuh
 /// @brief The whole public API of hardact: policies, conversions and launchers.
 ///
-/// Layers, from the outside in:
+/// Layers, from the outside in; each includes only the layers below it:
 ///   transform.cuh                  launchers (cudaError_t, stream last)
-///   operand.cuh                    broadcast operands (bias, per-channel scale/shift, gates)
+///   operand.cuh                    broadcast operands (bias, per-channel scale/shift, gates): types only
 ///   reduce.cuh                     channel_sum: per-channel sums (bias gradients), on CUB
 ///   checked.cuh                    the same launchers, refusing pointers the device cannot reach
-///   dispatch/dispatch_transform    argument checks, vector width, alignment path, grid
+///   dispatch/dispatch_transform    the entry point: argument checks, vector width, alignment, grid
+///   dispatch/operands              which operand is which, pointer checks, broadcasts prepared
+///   dispatch/launch_shape          which kernel, and the staged shape (Little's law per device)
 ///   dispatch/device_properties     per-device properties, cached
 ///   dispatch/pointer_check         which device a pointer belongs to (opt-in check)
-///   dispatch/launch_shape          which kernel, and the staged shape (Little's law per device)
+///   dispatch/test_overrides        switches tests use to force a path (HARDACT_TESTING_OVERRIDES)
+///   kernel/tuning                  every tuning constant and HARDACT_* knob (docs/TUNING.md)
 ///   kernel/direct_transform_kernel global memory straight into registers (any architecture)
 ///   kernel/staged_transform_kernel bulk copies into shared memory (sm_90 and later)
+///   kernel/device_broadcast        broadcast operands as the kernels read them
 ///   policy/*                       activation functors
-///   numeric/*                      compute types, conversions, NaN- and zero-aware comparisons
+///   numeric/*                      compute types, conversions, comparisons, fast division
 #pragma once
 
 #include <hardact/version.cuh>

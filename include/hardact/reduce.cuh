@@ -4,8 +4,10 @@
 #pragma once
 
 #include <hardact/dispatch/dispatch_transform.cuh>
+#include <hardact/dispatch/operands.cuh>
+#include <hardact/kernel/tuning.cuh>
 #include <hardact/numeric/conversions.cuh>
-#include <hardact/operand.cuh>
+#include <hardact/numeric/fast_divmod.cuh>
 
 #include <cub/device/device_for.cuh>
 #include <cub/device/device_segmented_reduce.cuh>
@@ -102,9 +104,11 @@ inline std::size_t align_up(std::size_t bytes, std::size_t alignment) {
 /// that much device memory. Two passes, both on CUB: DeviceFor sums chunks of rows column by
 /// column (coalesced whatever inner is), DeviceSegmentedReduce sums each channel's partials. Sums
 /// accumulate in float (double for double input), deterministically, and are rounded once to
-/// TOut. Returns cudaErrorInvalidValue, nothing launched, when channels or inner is 0, n is not a
-/// multiple of channels * inner, a pointer is null or misaligned (n > 0), or the temporary
-/// storage is smaller than asked; n == 0 writes zeros. Never synchronises or allocates.
+/// TOut. Returns cudaErrorInvalidValue, nothing launched, when channels or inner is 0 (whatever n,
+/// as the launchers refuse a malformed broadcast), n is not a multiple of channels * inner, `sums`
+/// is null or misaligned, `in` is null or misaligned (n > 0), or the temporary storage is smaller
+/// than asked; n == 0 writes zeros to `sums` (`in` is not looked at). Never synchronises or
+/// allocates.
 template <class T, class TOut>
 cudaError_t channel_sum(void* temp_storage, std::size_t& temp_storage_bytes, const T* in, std::size_t n,
                         std::size_t channels, std::size_t inner, TOut* sums, cudaStream_t stream = nullptr) {
@@ -116,8 +120,8 @@ cudaError_t channel_sum(void* temp_storage, std::size_t& temp_storage_bytes, con
   const std::size_t row = channels * inner;
   if (n % row != 0 || n > detail::kMaxBroadcastElements) return cudaErrorInvalidValue;
   const std::size_t outer = n / row;
-  // Enough chunks that stage 1 has about 2^20 threads (a full GPU), each summing whole rows.
-  constexpr std::size_t kStageOneThreads = std::size_t{1} << 20;
+  // Enough chunks that stage 1 has about kChannelSumStageOneThreads threads, each summing whole rows.
+  constexpr std::size_t kStageOneThreads = detail::kChannelSumStageOneThreads;
   std::size_t chunks = row >= kStageOneThreads ? 1 : (kStageOneThreads + row - 1) / row;
   if (chunks > outer) chunks = outer > 0 ? outer : 1;
   const std::size_t rows_per_chunk = outer > 0 ? (outer + chunks - 1) / chunks : 1;

@@ -26,7 +26,12 @@ namespace hardact {
 ///               captured in a CUDA Graph.
 /// @return cudaSuccess; cudaErrorInvalidValue for a null or misaligned pointer (n > 0), a partial
 ///         overlap or an invalid policy (op.is_valid() false), with nothing launched; or the error
-///         the device query or launch returned. n == 0 returns cudaSuccess and launches nothing.
+///         the device query or launch returned.
+///
+/// Empty calls: a malformed policy or operand (an invalid policy; a Broadcast with inner or period
+/// 0; a SampleBroadcast whose span is 0 or not a multiple of inner * period) is refused whatever
+/// n, with no CUDA call. Otherwise n == 0 returns cudaSuccess with no CUDA call and without
+/// looking at any pointer (null pointers are fine).
 template <int VecWidth = 0, class Op, class T>
 cudaError_t transform(Op op, const T* in, T* out, std::size_t n, cudaStream_t stream = nullptr) {
   return detail::dispatch_operands<VecWidth>(op, n, stream, out, in);
@@ -53,8 +58,9 @@ cudaError_t transform(Op op, const TIn* in, TOut* out, std::size_t n, cudaStream
 /// it, else in the common compute type (rounded once).
 /// Same contract as the one-input overload; out may equal a full-length input, full-length inputs
 /// may overlap each other freely. A broadcast also returns cudaErrorInvalidValue, nothing
-/// launched, for a null or misaligned `values`, `inner` or `period` 0, values inside the output,
-/// or n > 2^63; a SampleBroadcast also for a span that is 0 or not a multiple of inner * period.
+/// launched, for `inner` or `period` 0 (a SampleBroadcast also for a span that is 0 or not a
+/// multiple of inner * period), whatever n; and, when n > 0, for a null or misaligned `values`,
+/// values inside the output, or n > 2^63.
 template <int VecWidth = 0, class Op, class A, class B, class TOut,
           std::enable_if_t<detail::is_operand_v<A> && detail::is_operand_v<B>, int> = 0>
 cudaError_t transform(Op op, A a, B b, TOut* out, std::size_t n, cudaStream_t stream = nullptr) {

@@ -1,5 +1,9 @@
-// Test support: TransformTuning switches held for a scope (dispatch/launch_shape.cuh).
+// Test support: TransformTuning switches held for a scope (dispatch/test_overrides.cuh).
 #pragma once
+
+#ifndef HARDACT_TESTING_OVERRIDES
+#error "the test switches need HARDACT_TESTING_OVERRIDES (tests/CMakeLists.txt defines it)"
+#endif
 
 #include <hardact/hardact.cuh>
 

@@ -2,13 +2,21 @@
 /// @brief Validates a transform call, picks the path (launch_shape.cuh), the vector width and
 ///        alignment, sizes the grid and launches direct_transform_kernel or
 ///        staged_transform_kernel. Nothing here synchronises or allocates.
+///
+/// Read top-down: the entry point (dispatch_operands) and the broadcast operands' checks
+/// (dispatch_split), the launch contract and path choice (dispatch_transform), then the direct
+/// path's launch (head alignment, vector width, grid) and the staged path's (range, two-rows form,
+/// grid). The constants are in kernel/tuning.cuh.
 #pragma once
 
 #include <hardact/dispatch/device_properties.cuh>
 #include <hardact/dispatch/launch_shape.cuh>
+#include <hardact/dispatch/operands.cuh>
+#include <hardact/dispatch/test_overrides.cuh>
+#include <hardact/kernel/device_broadcast.cuh>
 #include <hardact/kernel/direct_transform_kernel.cuh>
 #include <hardact/kernel/staged_transform_kernel.cuh>
-#include <hardact/operand.cuh>
+#include <hardact/kernel/tuning.cuh>
 #include <hardact/policy/validity.cuh>
 #ifdef HARDACT_CHECK_POINTER_DEVICES  // opt-in pointer/device check, see pointer_check.cuh
 #include <hardact/dispatch/pointer_check.cuh>
@@ -25,6 +33,8 @@
 
 namespace hardact {
 namespace detail {
+
+// ---- Compile-time widths and the direct kernel's block shape ----
 
 template <class... T>
 inline constexpr std::size_t kMinElementSize = std::min({sizeof(T)...});
@@ -45,26 +55,12 @@ struct VectorWidth {
   static constexpr int value = Requested == 0 ? automatic : Requested;
 };
 
-// Tuning knobs, for measuring other block shapes with hardact_bench (see docs/TUNING.md); the
-// defaults are the measured choice. Define them before including hardact, the same in every
-// translation unit.
-#ifndef HARDACT_BLOCK_THREADS
-#define HARDACT_BLOCK_THREADS 1024
-#endif
-#ifndef HARDACT_BYTES_PER_THREAD
-#define HARDACT_BYTES_PER_THREAD 16
-#endif
-
-/// Threads per block and bytes of the widest stream per thread. Measured on the H100
-/// (docs/TUNING.md): 1024 threads x one 16-byte access led every float, bfloat16, two-input and
-/// float->bfloat16 row of hardact_bench. 8-byte elements keep 256 threads x 32 bytes: IEEE double
-/// division needs the second access in flight (0.72-0.89 of the copy rate in 1024-thread blocks,
-/// 0.93 at 256 x 16).
+/// Threads per block and bytes of the widest stream per thread of the direct kernel
+/// (direct_block_threads in kernel/tuning.cuh; TUNING.md#direct-block-shape).
 template <class... T>
-inline constexpr int kBlockThreads = kMaxElementSize<T...> >= 8 ? 256 : HARDACT_BLOCK_THREADS;
+inline constexpr int kBlockThreads = direct_block_threads(kMaxElementSize<T...>);
 template <class... T>
-inline constexpr int kBytesPerThread =
-    kMaxElementSize<T...> >= 8 && HARDACT_BYTES_PER_THREAD < 32 ? 32 : HARDACT_BYTES_PER_THREAD;
+inline constexpr int kBytesPerThread = direct_bytes_per_thread(kMaxElementSize<T...>);
 
 /// Vectors per thread that make up kBytesPerThread (at least one).
 template <int Width, class... T>
@@ -73,32 +69,129 @@ inline constexpr int kVectorsPerThread =
         ? 1
         : static_cast<int>(kBytesPerThread<T...> / (Width * kMaxElementSize<T...>));
 
-inline std::uintptr_t address_of(const void* pointer) { return reinterpret_cast<std::uintptr_t>(pointer); }
+// ---- Declarations of what the entry point calls, defined below in reading order ----
 
-/// A pointer the launcher can use for n elements: non-null, aligned to its type, and with
-/// [p, p + n) not wrapping around the address space.
-template <class T>
-bool is_usable_range(const T* pointer, std::size_t n) {
-  if (pointer == nullptr) return false;
-  if (address_of(pointer) % alignof(T) != 0) return false;
-  if (n > SIZE_MAX / sizeof(T)) return false;
-  return address_of(pointer) <= UINTPTR_MAX - n * sizeof(T);
+template <int RequestedWidth, class Op, class Broadcasts, class TOut, class... TIn>
+cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts,
+                               TOut* out, const TIn*... in);
+template <int RequestedWidth, class Op, class TOut, class... Operand, std::size_t... F, std::size_t... B>
+cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, TOut* out,
+                           const cuda::std::tuple<Operand...>& operands, cuda::std::index_sequence<F...>,
+                           cuda::std::index_sequence<B...>);
+template <int Width, class... T>
+int widest_aligned_width(const T*... pointers);
+template <int Width, class Op, class Broadcasts, class TOut, class... TIn>
+cudaError_t launch_widest_aligned(const Op& op, std::size_t n, const DeviceProperties& device, cudaStream_t stream,
+                                  const Broadcasts& broadcasts, TOut* out, const TIn*... in);
+template <int Units, int LeastUnits, StagedCaching Caching, class Op, class Broadcasts, class TOut, class... TIn>
+cudaError_t launch_staged_units(const Op& op, std::size_t n, const StagedShape& shape, const DeviceProperties& device,
+                                cudaStream_t stream, const Broadcasts& broadcasts, TOut* out, const TIn*... in);
+
+// ---- The entry point ----
+
+/// The launchers' entry: operands are pointers to full-length inputs (at least one) and
+/// Broadcasts, in the order the policy takes their values. Without broadcasts this is
+/// dispatch_transform itself, so those calls run exactly the kernels they always did.
+template <int RequestedWidth, class Op, class TOut, class... Operand>
+cudaError_t dispatch_operands(const Op& op, std::size_t n, cudaStream_t stream, TOut* out, const Operand&... operands) {
+  static_assert((is_operand_v<Operand> && ...), "hardact: an input is a device pointer or a hardact::Broadcast");
+  using Split = OperandSplit<Operand...>;
+  static_assert(Split::kFull >= 1, "hardact: transform needs at least one full-length input");
+  if constexpr (Split::kBroadcasts == 0) {
+    return dispatch_transform<RequestedWidth>(op, n, stream, NoBroadcasts{}, out, full_operand(operands)...);
+  } else {
+    return dispatch_split<RequestedWidth>(op, n, stream, out, cuda::std::tuple<Operand...>{operands...},
+                                          cuda::std::make_index_sequence<Split::kFull>{},
+                                          cuda::std::make_index_sequence<Split::kBroadcasts>{});
+  }
 }
 
-/// True when the input and output ranges share bytes without being the very same elements
-/// (in == out with equal element sizes is the allowed in-place case).
-template <class TOut, class TIn>
-bool overlaps_unsafely(const TOut* out, const TIn* in, std::size_t n) {
-  const std::uintptr_t out_begin = address_of(out), out_end = out_begin + n * sizeof(TOut);
-  const std::uintptr_t in_begin = address_of(in), in_end = in_begin + n * sizeof(TIn);
-  const bool overlap = out_begin < in_end && in_begin < out_end;
-  const bool in_place = out_begin == in_begin && sizeof(TOut) == sizeof(TIn);
-  return overlap && !in_place;
+/// dispatch_operands with broadcast operands: checks them (a malformed one whatever n, then their
+/// pointers for n >= 1), prepares them for the kernels and passes the full-length inputs on, the
+/// policy wrapped so that it still gets its values in the user's order.
+template <int RequestedWidth, class Op, class TOut, class... Operand, std::size_t... F, std::size_t... B>
+cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, TOut* out,
+                           const cuda::std::tuple<Operand...>& operands, cuda::std::index_sequence<F...>,
+                           cuda::std::index_sequence<B...>) {
+  using Split = OperandSplit<Operand...>;
+  const auto broadcast_at = [&](auto k) -> const auto& {
+    return cuda::std::get<Split::position(decltype(k)::value, true)>(operands);
+  };
+  // A malformed policy or operand is refused whatever n; then n == 0 is done, no pointer looked at.
+  if (!policy_is_valid(op)) return cudaErrorInvalidValue;
+  if (!(is_well_formed(broadcast_at(cuda::std::integral_constant<std::size_t, B>{})) && ...)) {
+    return cudaErrorInvalidValue;
+  }
+  if (n == 0) return cudaSuccess;
+  if (n > kMaxBroadcastElements) return cudaErrorInvalidValue;
+  if (!(is_usable_broadcast(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n, out) && ...)) {
+    return cudaErrorInvalidValue;
+  }
+  auto broadcasts =
+      cuda::std::make_tuple(prepare_broadcast(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n)...);
+  share_locations(broadcasts, cuda::std::make_index_sequence<Split::kBroadcasts>{});
+  const OperandOrder<Op, is_broadcast<Operand>::value...> ordered{op};
+  return dispatch_transform<RequestedWidth>(ordered, n, stream, broadcasts, out,
+                                            full_operand(cuda::std::get<Split::position(F, false)>(operands))...);
 }
+
+// ---- The launch contract and the path ----
+
+/// The whole launch contract for full-length inputs: validate, then launch once on `stream`.
+/// Returns cudaErrorInvalidValue, without touching the device, for an invalid policy (whatever n),
+/// a null or misaligned pointer, or an unsafe overlap; otherwise n == 0 is a no-op that makes no
+/// CUDA call. `broadcasts` (DeviceBroadcasts, validated by dispatch_split) add their values after
+/// the full-length inputs' in each call to `op`. Picks the path (launch_shape.cuh), then the
+/// staged launch or the widest aligned direct one.
+template <int RequestedWidth, class Op, class Broadcasts, class TOut, class... TIn>
+cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts,
+                               TOut* out, const TIn*... in) {
+  static_assert(sizeof...(TIn) >= 1, "hardact: transform needs at least one full-length input");
+  static_assert(!cuda::std::is_const_v<TOut>, "hardact: the output pointer must not point to const");
+  static_assert(cuda::std::is_trivially_copyable_v<TOut> && (cuda::std::is_trivially_copyable_v<TIn> && ...),
+                "hardact: element types must be trivially copyable");
+  constexpr int kWidth = VectorWidth<RequestedWidth, TOut, TIn...>::value;
+
+  if (!policy_is_valid(op)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  if (!is_usable_range(out, n) || !(is_usable_range(in, n) && ...)) return cudaErrorInvalidValue;
+  if ((overlaps_unsafely(out, in, n) || ...)) return cudaErrorInvalidValue;
+#ifdef HARDACT_CHECK_POINTER_DEVICES  // opt-in: refuse pointers the current device cannot reach
+  if (const cudaError_t access = check_pointer_devices(out, in...); access != cudaSuccess) return access;
+#endif
+
+  DeviceProperties device;
+  const cudaError_t status = current_device_properties(device);
+  if (status != cudaSuccess) return status;
+  if constexpr (RequestedWidth == 0) {
+    constexpr std::size_t kBytesPerElement = (sizeof(TOut) + ... + sizeof(TIn));
+    const std::size_t bytes = n <= SIZE_MAX / kBytesPerElement ? n * kBytesPerElement : SIZE_MAX;
+    DirectAccess direct;
+    direct.bytes_per_thread = kBytesPerThread<TOut, TIn...>;
+    direct.narrowest_access_bytes =
+        static_cast<std::size_t>(widest_aligned_width<kWidth>(static_cast<const TOut*>(out), in...)) *
+        kMinElementSize<TOut, TIn...>;
+    if (staged_path_wanted(device, bytes, direct)) {
+      constexpr StagedCaching kCaching = kStagedCaching<TOut, TIn...>;
+      constexpr int kMostUnits = kStagedMostUnitsPerThread<Broadcasts, TOut, TIn...>;
+      const StagedShape shape =
+          staged_shape<TOut, TIn...>(device, staged_residency<kCaching, Op, Broadcasts, TOut, TIn...>(device),
+                                     kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>, kMostUnits);
+      if (choose_path(device, bytes, direct, shape) == TransformPath::staged) {
+        static_assert(kMostUnits == 2 || kMostUnits == 4, "hardact: dispatch one instantiation per unit count");
+        return launch_staged_units<kMostUnits, kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>, kCaching>(
+            op, n, shape, device, stream, broadcasts, out, in...);
+      }
+    }
+  }
+  return launch_widest_aligned<kWidth>(op, n, device, stream, broadcasts, out, in...);
+}
+
+// ---- The direct path ----
 
 /// Alignment targets for the head: a whole 128-byte L2 line for every pointer (each warp then touches
-/// whole 32-byte sectors, so an offset such as x + 1 costs only the scalar head), or else each
-/// pointer's own vector alignment at `Width`.
+/// whole 32-byte sectors, so an offset such as x + 1 costs only the scalar head;
+/// TUNING.md#line-aligned-head), or else each pointer's own vector alignment at `Width`.
 struct LineAlignment {
   template <class T>
   static constexpr std::size_t bytes = kL2LineBytes;
@@ -177,8 +270,8 @@ cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, cons
   range.num_vectors = (n - range.head) / Width;
   range.num_tiles = (range.num_vectors + kTileVectors - 1) / kTileVectors;
 
-  // One tile per block (a single pass of short-lived blocks measured faster than a grid-stride
-  // loop); the kernel loops over tiles only if the grid limit is reached.
+  // One tile per block, a single pass of short-lived blocks (TUNING.md#direct-block-shape); the
+  // kernel loops over tiles only if the grid limit is reached.
   std::size_t blocks = range.num_tiles > 0 ? range.num_tiles : 1;
   if (blocks > static_cast<std::size_t>(device.max_grid_dim_x)) blocks = static_cast<std::size_t>(device.max_grid_dim_x);
 
@@ -197,8 +290,8 @@ template <int Width, class Op, class Broadcasts, class TOut, class... TIn>
 cudaError_t launch_widest_aligned(const Op& op, std::size_t n, const DeviceProperties& device, cudaStream_t stream,
                                   const Broadcasts& broadcasts, TOut* out, const TIn*... in) {
   if constexpr (Width == 1) {
-    // Any head is valid for single elements; whole lines still save sectors (measured: x + 1 at
-    // width 1 ran at 0.86 of the copy rate without it), so line up every pointer, or the output.
+    // Any head is valid for single elements; whole lines still save sectors
+    // (TUNING.md#line-aligned-head), so line up every pointer, or the output.
     int head = common_head<LineAlignment>(static_cast<const TOut*>(out), in...);
     if (head < 0) head = head_to_alignment<LineAlignment>(static_cast<const TOut*>(out));
     return launch_transform<1>(op, n, head < 0 ? 0 : static_cast<std::size_t>(head), device, stream, broadcasts, out,
@@ -212,6 +305,8 @@ cudaError_t launch_widest_aligned(const Op& op, std::size_t n, const DevicePrope
   }
 }
 
+// ---- The staged path ----
+
 /// Elements before `pointer` reaches a 16-byte granule boundary, and elements after the last
 /// boundary at or before pointer + n: the ends a bulk copy must leave to plain loads.
 template <class T>
@@ -224,17 +319,10 @@ std::size_t elements_after_granule(const T* pointer, std::size_t n) {
   return (address_of(pointer + n) % kBulkCopyGranule) / sizeof(T);
 }
 
-/// Where the staged range begins in the output: on a 1 KiB boundary, so that every tile's copies
-/// and stores start on one too. Starting on a 128-byte line only (whole sectors for every warp's
-/// stores), the tiles of an offset call such as x + 1 -> y + 1 began 128 bytes past a 256-byte
-/// boundary, and ran 0.3-0.7% slower than from 256 bytes or more on both cards (docs/TUNING.md
-/// row 26); 1 KiB was never behind 256 and 512. The head it adds (< 1 KiB) is done by block 0
-/// while its tile is in flight.
-inline constexpr std::size_t kStagedBoundaryBytes = 1024;
-
 /// Cuts [0, n) for the staged kernel: the staged range begins where the output is on a
-/// kStagedBoundaryBytes boundary and every input's granules are inside its array, and ends on a
-/// whole unit before any input's last partial granule.
+/// kStagedBoundaryBytes boundary (every tile's copies and stores then start on one;
+/// TUNING.md#staged-boundary) and every input's granules are inside its array, and ends on a whole
+/// unit before any input's last partial granule. Block 0 does the head while its tile is in flight.
 template <class Tile, class TOut, class... TIn>
 StagedRange staged_range(std::size_t n, const TOut* out, const TIn*... in) {
   StagedRange range{n, n, n, 0};
@@ -275,12 +363,11 @@ std::size_t two_rows_blocks(const StagedRange& range, std::size_t apart) {
 /// (inner 1, a bias over the last dimension) of one period of at least a tile (so a tile's values
 /// are not the L1 hits of its neighbours'), the period is whole half tiles, the call has two
 /// periods or more, and every input is on a granule boundary where the staged range starts.
-/// Loading the values once for two rows halves their reads from L2, where a float bias over
-/// bfloat16 x was bound on the H200 (docs/TUNING.md rows 47, 52 and 53).
+/// Loading the values once for two rows halves their reads from L2 (TUNING.md#two-rows-per-tile).
 template <class Tile, class... D, class... TIn>
 std::size_t two_rows_halves_apart(const DeviceProperties& device, const cuda::std::tuple<D...>& broadcasts,
                                   const StagedRange& range, std::size_t max_blocks, const TIn*... in) {
-  const int forced = transform_tuning().staged_two_rows.load(std::memory_order_relaxed);
+  const int forced = forced_staged_two_rows();
   if (forced < 0 || range.num_tiles == 0) return 0;
   if (forced == 0) {
     const int sms = device.multiprocessor_count > 0 ? device.multiprocessor_count : 1;
@@ -363,141 +450,6 @@ cudaError_t launch_staged_units(const Op& op, std::size_t n, const StagedShape& 
     }
   }
   return launch_staged<Units, Caching>(op, n, shape, device, stream, broadcasts, out, in...);
-}
-
-/// The whole launch contract: validate, then launch once on `stream`. Returns
-/// cudaErrorInvalidValue, without touching the device, for an invalid policy, a null or
-/// misaligned pointer, or an unsafe overlap; n == 0 is a no-op that makes no CUDA call.
-/// `broadcasts` (DeviceBroadcasts, validated by dispatch_operands) add their values after the
-/// full-length inputs' in each call to `op`.
-template <int RequestedWidth, class Op, class Broadcasts, class TOut, class... TIn>
-cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts,
-                               TOut* out, const TIn*... in) {
-  static_assert(sizeof...(TIn) >= 1, "hardact: transform needs at least one full-length input");
-  static_assert(!cuda::std::is_const_v<TOut>, "hardact: the output pointer must not point to const");
-  static_assert(cuda::std::is_trivially_copyable_v<TOut> && (cuda::std::is_trivially_copyable_v<TIn> && ...),
-                "hardact: element types must be trivially copyable");
-  constexpr int kWidth = VectorWidth<RequestedWidth, TOut, TIn...>::value;
-
-  if (!policy_is_valid(op)) return cudaErrorInvalidValue;
-  if (n == 0) return cudaSuccess;
-  if (!is_usable_range(out, n) || !(is_usable_range(in, n) && ...)) return cudaErrorInvalidValue;
-  if ((overlaps_unsafely(out, in, n) || ...)) return cudaErrorInvalidValue;
-#ifdef HARDACT_CHECK_POINTER_DEVICES  // opt-in: refuse pointers the current device cannot reach
-  if (const cudaError_t access = check_pointer_devices(out, in...); access != cudaSuccess) return access;
-#endif
-
-  DeviceProperties device;
-  const cudaError_t status = current_device_properties(device);
-  if (status != cudaSuccess) return status;
-  if constexpr (RequestedWidth == 0) {
-    constexpr std::size_t kBytesPerElement = (sizeof(TOut) + ... + sizeof(TIn));
-    const std::size_t bytes = n <= SIZE_MAX / kBytesPerElement ? n * kBytesPerElement : SIZE_MAX;
-    DirectAccess direct;
-    direct.bytes_per_thread = kBytesPerThread<TOut, TIn...>;
-    direct.narrowest_access_bytes =
-        static_cast<std::size_t>(widest_aligned_width<kWidth>(static_cast<const TOut*>(out), in...)) *
-        kMinElementSize<TOut, TIn...>;
-    if (staged_path_wanted(device, bytes, direct)) {
-      constexpr StagedCaching kCaching = kStagedCaching<TOut, TIn...>;
-      constexpr int kMostUnits = kStagedMostUnitsPerThread<Broadcasts, TOut, TIn...>;
-      const StagedShape shape =
-          staged_shape<TOut, TIn...>(device, staged_residency<kCaching, Op, Broadcasts, TOut, TIn...>(device),
-                                     kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>, kMostUnits);
-      if (choose_path(device, bytes, direct, shape) == TransformPath::staged) {
-        static_assert(kMostUnits == 2 || kMostUnits == 4, "hardact: dispatch one instantiation per unit count");
-        return launch_staged_units<kMostUnits, kStagedLeastUnitsPerThread<Broadcasts, TOut, TIn...>, kCaching>(
-            op, n, shape, device, stream, broadcasts, out, in...);
-      }
-    }
-  }
-  return launch_widest_aligned<kWidth>(op, n, device, stream, broadcasts, out, in...);
-}
-
-/// A broadcast operand the kernels can use for a call of n elements writing `out`: non-null and
-/// aligned values, period values readable, inner and period at least 1, and no value inside the
-/// output (it would change while being read). usable_values: the values part.
-template <class T, class TOut>
-bool usable_values(const T* values, std::size_t count, std::size_t n, const TOut* out) {
-  if (!is_usable_range(values, count)) return false;
-  const std::uintptr_t values_begin = address_of(values), values_end = values_begin + count * sizeof(T);
-  const std::uintptr_t out_begin = address_of(out), out_end = out_begin + n * sizeof(TOut);
-  return !(values_begin < out_end && out_begin < values_end);
-}
-
-template <class T, class TOut>
-bool is_usable_broadcast(const Broadcast<T>& b, std::size_t n, const TOut* out) {
-  return b.inner != 0 && b.period != 0 && usable_values(b.values, b.period, n, out);
-}
-
-/// The same for a SampleBroadcast of a call of n >= 1 elements: a span that is a multiple of inner *
-/// period, and period values for each span the call reaches.
-template <class T, class TOut>
-bool is_usable_broadcast(const SampleBroadcast<T>& b, std::size_t n, const TOut* out) {
-  if (b.inner == 0 || b.period == 0 || b.span == 0) return false;
-  if (b.span % b.inner != 0 || (b.span / b.inner) % b.period != 0) return false;
-  const std::size_t spans = (n - 1) / b.span + 1;
-  return spans <= SIZE_MAX / b.period && usable_values(b.values, spans * b.period, n, out);
-}
-
-template <class T>
-const T* full_operand(const T* pointer) {
-  return pointer;
-}
-
-/// Which operand of a call is which: full-length pointers and broadcasts, positions in the order
-/// the user gave them.
-template <class... Operand>
-struct OperandSplit {
-  static constexpr bool kIsBroadcast[] = {is_broadcast<Operand>::value...};
-  static constexpr std::size_t kBroadcasts = (std::size_t{0} + ... + (is_broadcast<Operand>::value ? 1 : 0));
-  static constexpr std::size_t kFull = sizeof...(Operand) - kBroadcasts;
-  /// The position of the k-th operand that is (or is not) a broadcast.
-  static constexpr std::size_t position(std::size_t k, bool broadcast) {
-    for (std::size_t i = 0; i < sizeof...(Operand); ++i) {
-      if (kIsBroadcast[i] == broadcast && k-- == 0) return i;
-    }
-    return sizeof...(Operand);
-  }
-};
-
-template <int RequestedWidth, class Op, class TOut, class... Operand, std::size_t... F, std::size_t... B>
-cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, TOut* out,
-                           const cuda::std::tuple<Operand...>& operands, cuda::std::index_sequence<F...>,
-                           cuda::std::index_sequence<B...>) {
-  using Split = OperandSplit<Operand...>;
-  const auto broadcast_at = [&](auto k) -> const auto& {
-    return cuda::std::get<Split::position(decltype(k)::value, true)>(operands);
-  };
-  if (!policy_is_valid(op)) return cudaErrorInvalidValue;
-  if (n == 0) return cudaSuccess;
-  if (n > kMaxBroadcastElements) return cudaErrorInvalidValue;
-  if (!(is_usable_broadcast(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n, out) && ...)) {
-    return cudaErrorInvalidValue;
-  }
-  auto broadcasts =
-      cuda::std::make_tuple(prepare_broadcast(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n)...);
-  share_locations(broadcasts, cuda::std::make_index_sequence<Split::kBroadcasts>{});
-  const OperandOrder<Op, is_broadcast<Operand>::value...> ordered{op};
-  return dispatch_transform<RequestedWidth>(ordered, n, stream, broadcasts, out,
-                                            full_operand(cuda::std::get<Split::position(F, false)>(operands))...);
-}
-
-/// The launchers' entry: operands are pointers to full-length inputs (at least one) and
-/// Broadcasts, in the order the policy takes their values. Without broadcasts this is
-/// dispatch_transform itself, so those calls run exactly the kernels they always did.
-template <int RequestedWidth, class Op, class TOut, class... Operand>
-cudaError_t dispatch_operands(const Op& op, std::size_t n, cudaStream_t stream, TOut* out, const Operand&... operands) {
-  static_assert((is_operand_v<Operand> && ...), "hardact: an input is a device pointer or a hardact::Broadcast");
-  using Split = OperandSplit<Operand...>;
-  static_assert(Split::kFull >= 1, "hardact: transform needs at least one full-length input");
-  if constexpr (Split::kBroadcasts == 0) {
-    return dispatch_transform<RequestedWidth>(op, n, stream, NoBroadcasts{}, out, full_operand(operands)...);
-  } else {
-    return dispatch_split<RequestedWidth>(op, n, stream, out, cuda::std::tuple<Operand...>{operands...},
-                                          cuda::std::make_index_sequence<Split::kFull>{},
-                                          cuda::std::make_index_sequence<Split::kBroadcasts>{});
-  }
 }
 
 }  // namespace detail

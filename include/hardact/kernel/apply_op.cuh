@@ -4,7 +4,6 @@
 #pragma once
 
 #include <hardact/numeric/conversions.cuh>
-#include <hardact/operand.cuh>
 
 #include <cuda/std/tuple>
 #include <cuda/std/type_traits>

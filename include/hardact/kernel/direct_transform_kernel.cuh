@@ -9,8 +9,10 @@
 #pragma once
 
 #include <hardact/kernel/apply_op.cuh>
+#include <hardact/kernel/device_broadcast.cuh>
+#include <hardact/kernel/tuning.cuh>
+#include <hardact/kernel/value_array.cuh>
 #include <hardact/kernel/vector_access.cuh>
-#include <hardact/operand.cuh>
 
 #include <cuda/std/tuple>
 #include <cuda/std/type_traits>
@@ -85,16 +87,10 @@ __device__ __forceinline__ void transform_vectors(const Op& op, std::size_t firs
   }
 }
 
-// Minimum resident blocks the compiler must allow (a tuning knob, docs/TUNING.md row 38): with 2,
-// the bfloat16 BatchNorm kernel (43 registers at 1 block) spilled 20-100 bytes per thread.
-#ifndef HARDACT_DIRECT_MIN_BLOCKS
-#define HARDACT_DIRECT_MIN_BLOCKS 1
-#endif
-
 /// out[i] = op(in[i]..., broadcast values for i...) for i in [0, range.n). Launched with
 /// BlockThreads threads per block; correct for any grid of at least one block.
 template <int BlockThreads, int Width, int VectorsPerThread, class Op, class Broadcasts, class TOut, class... TIn>
-__global__ void __launch_bounds__(BlockThreads, HARDACT_DIRECT_MIN_BLOCKS)
+__global__ void __launch_bounds__(BlockThreads, kDirectMinBlocks)
     direct_transform_kernel(Op op, TransformRange range, Broadcasts broadcasts, TOut* out, const TIn*... in) {
   constexpr auto kBroadcastIndexes = cuda::std::make_index_sequence<cuda::std::tuple_size_v<Broadcasts>>{};
   // Block 0 also does the scalar head and tail (at most 128 + 15 elements).

@@ -17,11 +17,12 @@
 #pragma once
 
 #include <hardact/kernel/apply_op.cuh>
+#include <hardact/kernel/device_broadcast.cuh>
 #include <hardact/kernel/shared_staging.cuh>
+#include <hardact/kernel/tuning.cuh>
+#include <hardact/kernel/value_array.cuh>
 #include <hardact/kernel/vector_access.cuh>
-#include <hardact/operand.cuh>
 
-#include <cub/thread/thread_store.cuh>
 #include <cuda/std/cstdint>
 #include <cuda/std/tuple>
 #include <cuda/std/utility>
@@ -35,20 +36,14 @@ namespace hardact {
 namespace detail {
 
 /// Elements per unit, a thread's share of a tile per step: one 16-byte store of the output type, so
-/// that consecutive threads' stores cover whole 32-byte sectors (two 16-byte stores 32 bytes apart
-/// per thread half-filled every sector a store instruction touched: double at 4 elements per unit
-/// ran at 0.97 of the copy on the H200, at 2 at 1.00; bfloat16 -> float at 8, 0.77: TUNING.md rows
-/// 21-22); but at least 4 bytes of every input, so that shared-memory reads stay whole words.
+/// that consecutive threads' stores cover whole 32-byte sectors, but at least 4 bytes of every
+/// input, so that shared-memory reads stay whole words (TUNING.md#staged-unit).
 template <class TOut, class... TIn>
-inline constexpr int kUnitElements = std::max(static_cast<int>(kMaxAccessBytes / sizeof(TOut)),
-                                              static_cast<int>(4 / std::min({sizeof(TIn)...})));
+inline constexpr int kUnitElements = std::max(static_cast<int>(kUnitStoreBytes / sizeof(TOut)),
+                                              static_cast<int>(kUnitLeastInputBytes / std::min({sizeof(TIn)...})));
 
 /// Bytes of shared memory the block's barriers take, in front of the stages (enough for 16).
 inline constexpr std::size_t kStageBarrierBytes = 128;
-/// Every staging buffer starts on a 128-byte boundary of shared memory: a bulk copy into a buffer
-/// that did not (the second input's, 16 bytes past the first) ran two-input calls 2% slower on the
-/// H200 (docs/TUNING.md row 22).
-inline constexpr std::size_t kStagingBufferAlignment = 128;
 inline constexpr int kMaxStages = static_cast<int>(kStageBarrierBytes / sizeof(std::uint64_t));
 
 /// Tile geometry of one kernel instantiation.
@@ -87,8 +82,8 @@ struct StagedRange {
 };
 
 /// A unit of an input from its staging buffer. Values narrower than 32 bits stay in their words
-/// (ValueArray), from which each is taken with a shift: taken from an array of elements, the upper
-/// bfloat16 of each word cost two instructions to widen instead of one (docs/TUNING.md row 45).
+/// (ValueArray), from which each is taken with a shift: one instruction to widen, not two
+/// (TUNING.md#broadcast-access).
 template <class T, int Elements>
 __device__ __forceinline__ ValueArray<T, Elements> read_staged_unit(const unsigned char* buffer, unsigned shift,
                                                                      std::size_t unit) {
@@ -101,15 +96,13 @@ __device__ __forceinline__ ValueArray<T, Elements> read_staged_unit(const unsign
   return values;
 }
 
-/// How the staged kernel uses the caches (a set of flags).
+/// How the staged kernel uses the caches (a set of flags; stores are always plain).
 enum class StagedCaching : unsigned {
   plain = 0,
-  /// Evict-first (.cs) stores: measured no faster than plain ones (docs/TUNING.md row 15).
-  streaming_stores = 1u << 0,
   /// The bulk copies mark evict_last_unit_bytes of each input's units evict-last in L2, and once
   /// a tile has landed in shared memory those lines go back to normal priority, so nothing stays
-  /// marked after the call (TUNING.md rows 32-34; which calls use it: kStagedCaching in
-  /// dispatch/launch_shape.cuh).
+  /// marked after the call (TUNING.md#l2-evict-last-copies; which calls: kStagedCaching in
+  /// dispatch/launch_shape.cuh). Bit 1: bit 0 was a store option no rule chose.
   evict_last_in_flight = 1u << 1,
 };
 
@@ -121,16 +114,13 @@ __host__ __device__ constexpr bool caching_has(StagedCaching set, StagedCaching 
 }
 
 /// Bytes of each unit of input `Input` whose copies are marked evict-last under
-/// StagedCaching::evict_last_in_flight: 16 bytes per unit between the inputs, the last inputs
-/// served first, so an input may get part of its unit (a float input narrowed to 16 bits: 16 of
-/// 32). Marking more (both inputs of a two-input call, all 32 bytes of the narrowing input) ran
-/// those calls 4-9% slower on the H200; 16 bytes ran them 0.1-0.5% faster on both cards, but for
-/// float -> bfloat16 with its input one element off on the H200, 0.7% slower (TUNING.md rows
-/// 33-34).
+/// StagedCaching::evict_last_in_flight: kEvictLastBytesPerUnit per unit between the inputs, the
+/// last inputs served first, so an input may get part of its unit (a float input narrowed to 16
+/// bits: 16 of 32); marking more lost on the H200 (TUNING.md#l2-evict-last-copies).
 template <std::size_t Input, class TOut, class... TIn>
 __host__ __device__ constexpr std::size_t evict_last_unit_bytes() {
   constexpr std::size_t sizes[] = {sizeof(TIn)...};
-  std::size_t budget = kMaxAccessBytes;
+  std::size_t budget = kEvictLastBytesPerUnit;
   for (std::size_t i = sizeof...(TIn); i-- > Input;) {
     const std::size_t unit = static_cast<std::size_t>(kUnitElements<TOut, TIn...>) * sizes[i];
     const std::size_t given = unit < budget ? unit : budget;
@@ -160,15 +150,6 @@ template <std::size_t Input, class TOut, class... TIn>
 inline constexpr std::size_t kUnitLoadBytes = static_cast<std::size_t>(kUnitElements<TOut, TIn...>) *
                                               sizeof(cuda::std::tuple_element_t<Input, cuda::std::tuple<TIn...>>);
 
-template <StagedCaching Caching, class Vector>
-__device__ __forceinline__ void store_unit(Vector* address, const Vector& value) {
-  if constexpr (caching_has(Caching, StagedCaching::streaming_stores)) {
-    cub::ThreadStore<cub::STORE_CS>(address, value);
-  } else {
-    *address = value;
-  }
-}
-
 /// Offsets of each input's buffer inside one stage.
 template <class Tile, class... TIn, std::size_t... I>
 __device__ __forceinline__ void buffer_offsets(std::size_t (&offsets)[sizeof...(TIn)], cuda::std::index_sequence<I...>) {
@@ -184,25 +165,18 @@ struct UnitBroadcasts {
   typename broadcast_values<Unit, Broadcasts>::type units[static_cast<std::size_t>(Units)];
 };
 
-#ifndef HARDACT_STAGED_PREFETCHED_BROADCAST_BYTES  // a tuning knob (docs/TUNING.md rows 46-47)
-#define HARDACT_STAGED_PREFETCHED_BROADCAST_BYTES 64
-#endif
-
 /// Units of a tile whose broadcast values a thread loads while the tile's bulk copies are in
 /// flight, holding them in registers across the wait: the most units, a power of two, whose values
-/// take at most 64 bytes (at least one unit); the rest load after the wait, as many units at a
-/// time (wait_and_transform_tile). Before the wait the loads cost no latency: every unit's values
-/// loaded after it ran bfloat16 bias and gate rows 5-7% slower on the H100 (TUNING.md row 38). But
-/// held across the wait, float scale and shift for four 8-element units of bfloat16 (256 bytes)
-/// took the BatchNorm kernel to 91 registers, 5 resident blocks of the 7 an H200 needs (row 46).
-/// Against 128 bytes, 64 ran bfloat16 BatchNorm with bfloat16 scale and shift 1% faster on the
-/// H200 and as fast on the H100 (row 47).
+/// take at most kPrefetchedBroadcastBytes (at least one unit); the rest load after the wait, as
+/// many units at a time (wait_and_transform_tile). Loads before the wait hide their latency, but
+/// values held across it cost registers, hence resident blocks
+/// (TUNING.md#broadcast-values-before-the-wait).
 template <int UnitsPerThread, class Broadcasts, class TOut, class... TIn>
 inline constexpr int kPrefetchedBroadcastUnits = [] {
   constexpr std::size_t kUnitBytes = sizeof(UnitBroadcasts<1, kUnitElements<TOut, TIn...>, Broadcasts>);
   int units = UnitsPerThread;
   while (cuda::std::tuple_size_v<Broadcasts> > 0 && units > 1 &&
-         static_cast<std::size_t>(units) * kUnitBytes > HARDACT_STAGED_PREFETCHED_BROADCAST_BYTES) {
+         static_cast<std::size_t>(units) * kUnitBytes > kPrefetchedBroadcastBytes) {
     units /= 2;
   }
   return units;
@@ -255,7 +229,7 @@ __device__ __forceinline__ void transform_staged_units(const Op& op, const unsig
         result.elements[j] = apply_op<TOut>(op, cuda::std::get<I>(loaded).get(j)...,
                                             cuda::std::get<B>(values.units[u]).get(j)...);
       }
-      store_unit<Caching>(reinterpret_cast<OutVector*>(out) + unit, result);
+      reinterpret_cast<OutVector*>(out)[unit] = result;
     }
   }
 }
@@ -297,14 +271,11 @@ inline constexpr std::size_t kTileWindowLines =
     (TileElements * std::max({sizeof(TIn)...}) + 2 * kBulkCopyGranule + kL2LineBytes - 1) / kL2LineBytes + 1;
 
 /// Once a tile has landed: the block's threads return its lines to normal L2 priority, if the
-/// copies marked them evict-last. Lines left marked after the call stay in the L2 set-aside for
-/// persisting accesses, where the next kernel cannot use them: a kernel re-reading 24 MB ran 0.7-6%
-/// slower after such a call than after plain copies, and as fast after this one (TUNING.md row 32).
-/// With SkipIdle (calls with broadcast operands, whose kernels run short of instruction issue on the
-/// H200), threads from kTileWindowLines on, which have no line to release, skip the window
-/// arithmetic: 40 instructions per thread, 2.5 per bfloat16 element of a two-unit tile. Other calls
-/// keep every thread on it: skipping ran two-input bfloat16 calls 0.4-0.9% slower there
-/// (TUNING.md row 45).
+/// copies marked them evict-last; lines left marked would stay in the L2 set-aside for persisting
+/// accesses, out of the next kernel's reach (TUNING.md#l2-evict-last-copies). With SkipIdle (calls
+/// with broadcast operands, short of instruction issue), threads from kTileWindowLines on, which
+/// have no line to release, skip the window arithmetic; other calls ran slower skipping it
+/// (TUNING.md#broadcast-access).
 template <int BlockThreads, std::size_t TileElements, bool SkipIdle, StagedCaching Caching, class TOut, class... TIn,
           std::size_t... I>
 __device__ __forceinline__ void release_tile_lines(const StagedRange& range, std::size_t first, std::size_t count,
@@ -361,8 +332,8 @@ __device__ __forceinline__ void wait_and_transform_tile(const Op& op, const Broa
 
 /// The second half of a StagedLoop::two_rows tile: plain copies of `count` elements at element
 /// `first` of each input into the second half of its staging buffer (the inputs are granule
-/// aligned there, so the half lands whole). Marking these evict-last too ran the float bias over
-/// bfloat16 x 0.3-0.7% slower on the H200 (docs/TUNING.md row 53).
+/// aligned there, so the half lands whole). They are not marked evict-last: that lost on the H200
+/// (TUNING.md#two-rows-per-tile).
 template <std::size_t HalfElements, class... TIn, std::size_t... I>
 __device__ __forceinline__ void issue_second_half(unsigned char* stage, const std::size_t (&offsets)[sizeof...(TIn)],
                                                   std::uint64_t* barrier, std::size_t first, std::size_t count,
@@ -437,9 +408,8 @@ enum class StagedLoop {
 /// StagedTile<...>::shared_memory_bytes(stages) bytes of dynamic shared memory: for
 /// StagedLoop::one_tile with at least max(num_tiles, 1) blocks and one stage, for StagedLoop::ring
 /// with any grid and 1 <= stages <= kMaxStages. The one-tile form is straight-line code (no loop,
-/// no 64-bit division for the block's tile count): on the H200 it ran double at 1.00 of the copy
-/// where the ring form with one stage ran 0.97, and it lost at most 0.5% to that form elsewhere
-/// (TUNING.md row 23). StagedLoop::two_rows takes range.halves_apart >= 1, an even UnitsPerThread,
+/// no 64-bit division for the block's tile count), faster than the ring form with one stage
+/// (TUNING.md#staged-kernel). StagedLoop::two_rows takes range.halves_apart >= 1, an even UnitsPerThread,
 /// inputs on granule boundaries at range.staged_begin, broadcast values equal one half-tile
 /// distance of halves_apart further on, and ceil(half tiles / (2 * halves_apart)) * halves_apart
 /// blocks. Compiled for an architecture without the bulk-copy engine it still gives the same

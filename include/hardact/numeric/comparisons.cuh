@@ -28,7 +28,7 @@ __host__ __device__ inline C min_keep_nan(C a, C b) {
 /// (a zero sum of two numbers of opposite sign is +0.0). HardSigmoid's and HardSwish's gate. On the
 /// device, in float, the NaN-propagating max and min instructions: with no -0.0 to order, the
 /// compare-and-select max gives the same value in one instruction more (per element, where
-/// bfloat16 kernels with broadcast operands are instruction-bound: docs/TUNING.md row 45), and
+/// bfloat16 kernels with broadcast operands are instruction-bound: TUNING.md#broadcast-access), and
 /// both forms give the canonical NaN (the compiler already made the min that instruction).
 template <class C>
 __host__ __device__ inline C relu6_of_sum(C sum) {
@@ -77,7 +77,8 @@ __host__ __device__ inline C clamp_ordered_zeros(C x, C lo, C hi) {
   if constexpr (cuda::std::is_same_v<C, float>) {
     // The device's own max/min order -0.0 below +0.0 and, without .ftz (which no compiler flag
     // adds to inline PTX), keep subnormals: PyTorch's clamp in two instructions. The portable
-    // path below costs ~20 and made bfloat16 HardTanh compute-bound (0.84 of the copy rate).
+    // path below costs ~20 and made bfloat16 HardTanh compute-bound
+    // (TUNING.md#bfloat16-hardtanh-clamp).
     float result;
     asm("max.f32 %0, %1, %2;" : "=f"(result) : "f"(x), "f"(lo));
     asm("min.f32 %0, %1, %2;" : "=f"(result) : "f"(result), "f"(hi));

@@ -72,7 +72,7 @@ __host__ __device__ inline To convert(From value) {
     // A bfloat16 is the high half of the float it widens to. Spelled as the shift (what the
     // device's conversion does), the compiler can fold it into the extraction of a value from a
     // packed word: one instruction instead of two for the upper value of each pair, where
-    // bfloat16 kernels with broadcast operands are instruction-bound (docs/TUNING.md row 45).
+    // bfloat16 kernels with broadcast operands are instruction-bound (TUNING.md#broadcast-access).
     return convert<To>(cuda::std::bit_cast<float>(static_cast<unsigned int>(cuda::std::bit_cast<unsigned short>(value))
                                                   << 16));
   } else if constexpr (detail::is_fp8<From>::value) {

@@ -66,7 +66,8 @@ struct HardSigmoid {
     const C relu6 = detail::relu6_of_sum(to_compute(x) + C(3));
     if constexpr (cuda::std::is_same_v<C, double>) {
       // A zero dividend sends the device's IEEE division down its slow path, and every input
-      // below -3 clamps to zero: return it undivided (0 / 6 is that same zero).
+      // below -3 clamps to zero: return it undivided, 0 / 6 being that same zero
+      // (TUNING.md#double-hardsigmoid-zero).
       if (relu6 == 0.0) return from_compute<T>(relu6);
       return from_compute<T>(relu6 / 6.0);
     } else {
