@@ -13,6 +13,7 @@
 #include "support/reference_family.hpp"
 
 #include <hardact/hardact.cuh>
+#include <hardact/fp8.cuh>
 
 #include <gtest/gtest.h>
 

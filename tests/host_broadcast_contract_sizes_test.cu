@@ -11,6 +11,7 @@
 #include "support/values.hpp"
 
 #include <hardact/hardact.cuh>
+#include <hardact/fp8.cuh>
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>

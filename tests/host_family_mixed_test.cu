@@ -17,6 +17,7 @@
 #include "support/values.hpp"
 
 #include <hardact/hardact.cuh>
+#include <hardact/fp8.cuh>
 
 #include <gtest/gtest.h>
 

@@ -4,6 +4,7 @@
 #include "support/scoped_tuning.hpp"
 
 #include <hardact/hardact.cuh>
+#include <hardact/fp8.cuh>
 
 #include <gtest/gtest.h>
 

@@ -11,6 +11,7 @@
 #include "support/compare.hpp"
 #include "support/reference.hpp"
 
+#include <hardact/fp8.cuh>
 #include <hardact/policies.cuh>
 
 #include <gtest/gtest.h>

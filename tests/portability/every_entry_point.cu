@@ -5,7 +5,15 @@
 // scripts/check-strict-build compiles it (-c only, never run) with a consumer's strict flags
 // (-Wall -Wextra -Wshadow -Wconversion -Wsign-conversion, warnings as errors) for every
 // architecture, C++ standard and CCCL version it checks. A new public name belongs here.
+// With -DHARDACT_PORTABILITY_FP8=0 it leaves out hardact/fp8.cuh and every fp8 use: the build of a
+// consumer that does not use fp8, which must stay clean whatever the toolkit's fp8 header does.
+#ifndef HARDACT_PORTABILITY_FP8
+#define HARDACT_PORTABILITY_FP8 1
+#endif
 #include <hardact/hardact.cuh>
+#if HARDACT_PORTABILITY_FP8
+#include <hardact/fp8.cuh>
+#endif
 
 #include <cuda_runtime_api.h>
 
@@ -29,7 +37,9 @@ using hardact::Scale;
 static_assert(HARDACT_VERSION == HARDACT_VERSION_MAJOR * 10000 + HARDACT_VERSION_MINOR * 100 + HARDACT_VERSION_PATCH);
 static_assert(std::is_same_v<hardact::compute_t<__half>, float>);
 static_assert(std::is_same_v<hardact::compute_type<__nv_bfloat16>::type, float>);
+#if HARDACT_PORTABILITY_FP8
 static_assert(std::is_same_v<hardact::compute_t<__nv_fp8_e4m3>, float>);
+#endif
 static_assert(std::is_same_v<hardact::compute_t<double>, double>);
 
 // Lets the first failure through, so every call below is made (and instantiated) in order.
@@ -83,7 +93,9 @@ __global__ void user_kernel(const __nv_bfloat16* in, float* out, std::size_t n) 
   const auto fused = hardact::chain(Affine{0.5, 0.25}, HardSwish{}, HardTanh{-0.5, 0.5});
   float y = fused(x) + HardSigmoid{}(x) + ReLU6{}(x) + HardSigmoidBackward{}(1.0f, x) +
             HardTanhBackward{}(1.0f, x) + HardSwishBackward{}(1.0f, x);
+#if HARDACT_PORTABILITY_FP8
   y += hardact::convert<float>(hardact::convert<__nv_fp8_e4m3>(y));
+#endif
   y += hardact::convert<float>(hardact::convert<__half>(static_cast<double>(y)));
   out[i] = hardact::from_compute<float>(y) + hardact::convert<float>(hardact::from_compute<__nv_bfloat16>(y));
 }
@@ -100,17 +112,21 @@ struct ConsumerBuffers {
   __half* f16_b;
   __nv_bfloat16* bf16;
   __nv_bfloat16* bf16_b;
+#if HARDACT_PORTABILITY_FP8
   __nv_fp8_e4m3* e4m3;
   __nv_fp8_e5m2* e5m2;
+#endif
 };
 
 // The same policies on the host: the reference computations of a consumer's own tests.
 double hardact_host_reference(double x) {
   const float f = static_cast<float>(x);
   const __half h = hardact::convert<__half>(f);
-  const __nv_fp8_e5m2 e5 = hardact::convert<__nv_fp8_e5m2>(x);
   double sum = HardSigmoid{}(x) + static_cast<double>(HardSigmoid{}(f)) + hardact::convert<double>(HardTanh{}(h));
+#if HARDACT_PORTABILITY_FP8
+  const __nv_fp8_e5m2 e5 = hardact::convert<__nv_fp8_e5m2>(x);
   sum += hardact::convert<double>(hardact::chain(Scale{2.0}, ReLU6{})(e5));
+#endif
   sum += static_cast<double>(HardSigmoidBackward{}(1.0f, f) + HardTanhBackward{}(1.0f, f) + HardSwishBackward{}(1.0f, f));
   sum += HardSwish{}(x) + HardSigmoid::onnx()(x);
   sum += hardact::bias_activation(HardSwish{})(x, 1.0) + hardact::scale_shift_activation(ReLU6{})(x, 2.0, 1.0) +
@@ -160,13 +176,15 @@ cudaError_t hardact_every_entry_point(const ConsumerBuffers& b, std::size_t n, c
   status = first_error(status, hardact::transform<4>(HardSigmoid{}, b.f32, b.f32_b, n, stream));
   status = first_error(status, hardact::transform<2>(HardTanh{}, b.f64, b.f64_b, n, stream));
   status = first_error(status, hardact::transform<8>(HardTanh{}, b.f16, b.f16_b, n, stream));
+#if HARDACT_PORTABILITY_FP8
   status = first_error(status, hardact::transform<16>(ReLU6{}, b.e4m3, b.e4m3, n, stream));
-  // Mixed types, including fp8 both ways and double.
+  status = first_error(status, hardact::transform(ReLU6{}, b.f32, b.e4m3, n, stream));
+  status = first_error(status, hardact::transform(HardSwish{}, b.e5m2, b.f16, n, stream));
+#endif
+  // Mixed types (fp8 both ways above) and double.
   status = first_error(status, hardact::transform(HardSigmoid{}, b.f32, b.bf16, n, stream));
   status = first_error(status, hardact::transform(HardSigmoid{}, b.bf16, b.f32, n, stream));
   status = first_error(status, hardact::transform(HardTanh{}, b.f16, b.f32, n, stream));
-  status = first_error(status, hardact::transform(ReLU6{}, b.f32, b.e4m3, n, stream));
-  status = first_error(status, hardact::transform(HardSwish{}, b.e5m2, b.f16, n, stream));
   status = first_error(status, hardact::transform(HardSigmoid{}, b.f64, b.f32, n, stream));
   status = first_error(status, hardact::transform<4>(hardact::chain(Scale{2.0}, HardSigmoid{}), b.bf16, b.f32, n, stream));
   // Two inputs, same and mixed types.

@@ -8,15 +8,14 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cuda_fp8.h>
 
 #include <cuda/std/bit>
 #include <cuda/std/type_traits>
 
 namespace hardact {
 
-/// The type an element of type `T` is computed in: float for half, bfloat16 and fp8,
-/// otherwise `T` itself (float, double, or a user type).
+/// The type an element of type `T` is computed in: float for half, bfloat16 and (with
+/// hardact/fp8.cuh) fp8, otherwise `T` itself (float, double, or a user type).
 template <class T>
 struct compute_type {
   using type = T;
@@ -29,14 +28,6 @@ template <>
 struct compute_type<__nv_bfloat16> {
   using type = float;
 };
-template <>
-struct compute_type<__nv_fp8_e4m3> {
-  using type = float;
-};
-template <>
-struct compute_type<__nv_fp8_e5m2> {
-  using type = float;
-};
 
 /// Shorthand for `compute_type<T>::type`.
 template <class T>
@@ -44,21 +35,17 @@ using compute_t = typename compute_type<T>::type;
 
 namespace detail {
 
+/// How an fp8 type converts to and from float and double. hardact/fp8.cuh specializes it for
+/// __nv_fp8_e4m3 and __nv_fp8_e5m2, so that this header needs no <cuda_fp8.h>.
 template <class T>
-struct is_fp8 : cuda::std::false_type {};
-template <>
-struct is_fp8<__nv_fp8_e4m3> : cuda::std::true_type {};
-template <>
-struct is_fp8<__nv_fp8_e5m2> : cuda::std::true_type {};
-
-template <class T>
-inline constexpr __nv_fp8_interpretation_t kFp8Interpretation =
-    cuda::std::is_same_v<T, __nv_fp8_e4m3> ? __NV_E4M3 : __NV_E5M2;
+struct fp8_conversions {
+  static constexpr bool kIsFp8 = false;
+};
 
 }  // namespace detail
 
-/// Converts `value` to `To`, rounding to nearest-even once. Conversions to fp8 saturate to the
-/// largest finite value (NaN stays NaN). Any pair not listed falls back to `static_cast`.
+/// Converts `value` to `To`, rounding to nearest-even once. Conversions to fp8 (hardact/fp8.cuh)
+/// saturate to the largest finite value (NaN stays NaN). Any pair not listed falls back to `static_cast`.
 /// (PyTorch's `.to(torch.float8_e4m3fn)` up to 2.11 gives NaN beyond +-464 and for +-inf, and
 /// `.to(torch.float8_e5m2)` gives +-inf from +-61440 on; they agree with this within the fp8 range,
 /// so always for bounded activations such as HardSigmoid, ReLU6 and HardTanh.)
@@ -75,9 +62,8 @@ __host__ __device__ inline To convert(From value) {
     // bfloat16 kernels with broadcast operands are instruction-bound (TUNING.md#broadcast-access).
     return convert<To>(cuda::std::bit_cast<float>(static_cast<unsigned int>(cuda::std::bit_cast<unsigned short>(value))
                                                   << 16));
-  } else if constexpr (detail::is_fp8<From>::value) {
-    // Every fp8 value is exact in half, and every half is exact in float.
-    return convert<To>(__half2float(__half(__nv_cvt_fp8_to_halfraw(value.__x, detail::kFp8Interpretation<From>))));
+  } else if constexpr (detail::fp8_conversions<From>::kIsFp8) {
+    return convert<To>(detail::fp8_conversions<From>::to_float(value));
   } else if constexpr (cuda::std::is_same_v<To, __half>) {
     if constexpr (cuda::std::is_same_v<From, double>) {
       return __double2half(value);
@@ -90,14 +76,12 @@ __host__ __device__ inline To convert(From value) {
     } else {
       return __float2bfloat16_rn(static_cast<float>(value));
     }
-  } else if constexpr (detail::is_fp8<To>::value) {
-    To result;
+  } else if constexpr (detail::fp8_conversions<To>::kIsFp8) {
     if constexpr (cuda::std::is_same_v<From, double>) {
-      result.__x = __nv_cvt_double_to_fp8(value, __NV_SATFINITE, detail::kFp8Interpretation<To>);
+      return detail::fp8_conversions<To>::from_double(value);
     } else {
-      result.__x = __nv_cvt_float_to_fp8(static_cast<float>(value), __NV_SATFINITE, detail::kFp8Interpretation<To>);
+      return detail::fp8_conversions<To>::from_float(static_cast<float>(value));
     }
-    return result;
   } else {
     return static_cast<To>(value);
   }

@@ -6,6 +6,7 @@
 #include "tensor_launch.cuh"
 
 #include <hardact/hardact.cuh>
+#include <hardact/fp8.cuh>
 
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAGuard.h>
