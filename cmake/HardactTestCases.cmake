@@ -1,21 +1,24 @@
 # Run by ctest (via the TEST_INCLUDE_FILES hardact_discover_tests registers): lists the GoogleTest
-# cases of one executable and adds them as tests, named PREFIX + Suite.Case exactly as
-# --gtest_filter spells it (typed and parameterized suites keep their "/float" or "/0"), so
-# `ctest -R` takes the same names as the test program. Up to `cases_per_entry` consecutive cases,
-# of one suite or of several, share an entry run by one process, named
-# PREFIX + SuiteA.Case1:Case2:SuiteB.Case3:... (each suite named where its cases start): every
-# device test process creates a CUDA context, and the driver creates them one at a time (0.3 s
-# alone, 3.3 s each when 16 start at once on the H100; issue 19). Inputs: executable, prefix,
-# properties, cases_per_entry, case_cost (tenths of a second one case takes in a parallel run; an
-# entry's COST is its cases times that, so ctest starts the longest entries first) and
-# serial_cases: a regular expression; the Suite.Case names it matches get an entry each, which
-# holds the RESOURCE_LOCK hardact_large_case (one such entry at a time) and starts first. Listing
-# happens whenever ctest reads the test list (a few milliseconds per executable), so the entries
-# always match the program that will run.
+# cases of one executable and adds them as entries of up to `cases_per_entry` consecutive cases,
+# each run by one process with --gtest_filter=SuiteA.Case1:SuiteA.Case2:SuiteB.Case3 (the filter
+# GoogleTest prints first in the entry's output, "Note: Google Test filter = ..."). An entry is
+# named after its executable and its share of the cases: NAME[k/n], or NAME when one entry holds
+# them all, so names stay short whatever the cases are called; it is labelled `labels` (host or
+# device) and with the suites it runs (typed suites without their "/float"), so
+# `ctest -L <Suite>` runs the entries that hold a suite. Device test processes share entries
+# because every one creates a CUDA context, and the driver creates them one at a time (0.3 s
+# alone, 3.3 s each when 16 start at once on the H100).
+# Inputs: executable, name, labels, properties (more test properties), cases_per_entry,
+# case_cost (tenths of a second one case takes in a parallel run; an entry's COST is its cases
+# times that, so ctest starts the longest entries first) and serial_cases: a regular expression;
+# the Suite.Case names it matches get an entry each, which holds the RESOURCE_LOCK
+# hardact_large_case (one such entry at a time) and starts first. Listing happens whenever ctest
+# reads the test list (a few milliseconds per executable), so the entries always match the program
+# that will run.
 if(NOT EXISTS "${executable}")
   # Not built (e.g. only some targets were built): one entry that fails and says so.
-  add_test("${prefix}NOT_BUILT" "${executable}")
-  set_tests_properties("${prefix}NOT_BUILT" PROPERTIES ${properties})
+  add_test("${name}[NOT_BUILT]" "${executable}")
+  set_tests_properties("${name}[NOT_BUILT]" PROPERTIES LABELS "${labels}" ${properties})
   return()
 endif()
 
@@ -34,30 +37,20 @@ endif()
 if(NOT case_cost GREATER 0)
   set(case_cost 1)
 endif()
+
+# First the entries, as entry_<i>_filter, entry_<i>_suites, entry_<i>_size and entry_<i>_serial;
+# then their names, once their number is known.
 set(suite "")
-set(entry_name "")    # the pending entry's name after the prefix
-set(entry_filter "")  # its --gtest_filter
-set(entry_suite "")   # the suite of its last case
+set(entries 0)
 set(entry_size 0)
 set(count 0)
-# Adds the pending entry.
-macro(hardact_add_entry)
+# Closes the pending entry.
+macro(hardact_close_entry)
   if(entry_size GREATER 0)
-    math(EXPR entry_cost "${entry_size} * ${case_cost}")
-    add_test("${prefix}${entry_name}" "${executable}" "--gtest_filter=${entry_filter}")
-    set_tests_properties("${prefix}${entry_name}" PROPERTIES ${properties} COST ${entry_cost})
-    if(entry_serial)
-      # One at a time, beside the other entries, and started first (the highest COST).
-      set_tests_properties("${prefix}${entry_name}" PROPERTIES RESOURCE_LOCK hardact_large_case COST 1000000)
-    endif()
-    set(entry_name "")
-    set(entry_filter "")
-    set(entry_suite "")
+    set(entry_${entries}_size ${entry_size})
     set(entry_size 0)
   endif()
-  set(entry_serial FALSE)
 endmacro()
-set(entry_serial FALSE)
 foreach(line IN LISTS lines)
   # Drop the "  # TypeParam = ..." / "  # GetParam() = ..." comments GoogleTest appends.
   string(REGEX REPLACE " *#.*$" "" line "${line}")
@@ -68,30 +61,48 @@ foreach(line IN LISTS lines)
       set(serial TRUE)
     endif()
     if(serial OR entry_size GREATER_EQUAL cases_per_entry)
-      hardact_add_entry()
+      hardact_close_entry()
     endif()
-    if(entry_size GREATER 0)
-      string(APPEND entry_filter ":")
-      string(APPEND entry_name ":")
-    endif()
-    string(APPEND entry_filter "${suite}.${case_name}")
-    if(suite STREQUAL entry_suite)
-      string(APPEND entry_name "${case_name}")
+    if(entry_size EQUAL 0)
+      math(EXPR entries "${entries} + 1")
+      set(entry_${entries}_filter "${suite}.${case_name}")
+      set(entry_${entries}_suites "")
+      set(entry_${entries}_serial ${serial})
     else()
-      string(APPEND entry_name "${suite}.${case_name}")
+      string(APPEND entry_${entries}_filter ":${suite}.${case_name}")
     endif()
-    set(entry_suite "${suite}")
+    string(REGEX REPLACE "/.*$" "" suite_label "${suite}")
+    # list(FIND), not IN_LIST: ctest reads this file with no policies set.
+    list(FIND entry_${entries}_suites "${suite_label}" suite_index)
+    if(suite_index EQUAL -1)
+      list(APPEND entry_${entries}_suites "${suite_label}")
+    endif()
     math(EXPR entry_size "${entry_size} + 1")
     math(EXPR count "${count} + 1")
     if(serial)
-      set(entry_serial TRUE)
-      hardact_add_entry()
+      hardact_close_entry()
     endif()
   elseif(line MATCHES "^([^ ]+)\\.$")
     set(suite "${CMAKE_MATCH_1}")
   endif()
 endforeach()
-hardact_add_entry()
+hardact_close_entry()
 if(count EQUAL 0)
   message(FATAL_ERROR "hardact: '${executable} --gtest_list_tests' listed no test cases:\n${listing}")
 endif()
+
+foreach(i RANGE 1 ${entries})
+  if(entries EQUAL 1)
+    set(entry_name "${name}")
+  else()
+    set(entry_name "${name}[${i}/${entries}]")
+  endif()
+  math(EXPR entry_cost "${entry_${i}_size} * ${case_cost}")
+  add_test("${entry_name}" "${executable}" "--gtest_filter=${entry_${i}_filter}")
+  set_tests_properties("${entry_name}" PROPERTIES ${properties} COST ${entry_cost}
+                       LABELS "${labels};${entry_${i}_suites}")
+  if(entry_${i}_serial)
+    # One at a time, beside the other entries, and started first (the highest COST).
+    set_tests_properties("${entry_name}" PROPERTIES RESOURCE_LOCK hardact_large_case COST 1000000)
+  endif()
+endforeach()

@@ -11,7 +11,7 @@
 // Checked calls go through support/broadcast_check.hpp's check_call: bit for bit (NaN as a class)
 // against the policy applied on the host to each element's values, a broadcast's value for element
 // i being values[(i / inner) % period], on the direct and on the staged path, forced. (The broadcast
-// device tests are split over device_broadcast_*_test.cu so that they compile in parallel; issue 19.)
+// device tests are split over device_broadcast_*_test.cu so that they compile in parallel.)
 // HARDACT_TEST_QUICK=1 (compute-sanitizer runs) keeps the sizes small and the placements few.
 #include "support/bits.hpp"
 #include "support/broadcast_check.hpp"
@@ -193,7 +193,7 @@ TYPED_TEST(DeviceBroadcast, TransformCheckSweeps) {
   using T = TypeParam;
   const auto bias = hardact::bias_activation(hardact::HardSwish{});
   const auto scale_shift = hardact::scale_shift_activation(hardact::HardSwish{});
-  LaunchBatch batch;  // every call below in a few batches (issue 19)
+  LaunchBatch batch;  // every call below in a few batches: a few round trips in all
   const auto both_paths = [&](std::size_t n, const Placement& placement, auto& op, const auto&... inputs) {
     const auto expected = std::make_shared<const std::vector<T>>(expected_outputs<T>(op, n, inputs...));
     const auto held = std::make_shared<const std::tuple<std::decay_t<decltype(inputs)>...>>(inputs...);

@@ -6,7 +6,7 @@
 // Checked calls go through support/broadcast_check.hpp's check_call: bit for bit (NaN as a class)
 // against the policy applied on the host to each element's values, a broadcast's value for element
 // i being values[(i / inner) % period], on the direct and on the staged path, forced. (The broadcast
-// device tests are split over device_broadcast_*_test.cu so that they compile in parallel; issue 19.)
+// device tests are split over device_broadcast_*_test.cu so that they compile in parallel.)
 // HARDACT_TEST_QUICK=1 (compute-sanitizer runs) keeps the sizes small and the placements few.
 #include "support/broadcast_check.hpp"
 #include "support/device.hpp"

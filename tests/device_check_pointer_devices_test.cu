@@ -1,4 +1,4 @@
-// The opt-in pointer/device check of the plain launchers (issue 9): this file defines
+// The opt-in pointer/device check of the plain launchers: this file defines
 // HARDACT_CHECK_POINTER_DEVICES before including hardact, so hardact::hardsigmoid / transform
 // refuse, with cudaErrorInvalidDevice and without launching, pointers that kernels on the current
 // device cannot reach: another device's memory without peer access (needs two GPUs), plain host

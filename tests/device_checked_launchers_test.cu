@@ -1,4 +1,4 @@
-// hardact::checked::hardsigmoid / transform (issue 9): the launchers that always check that
+// hardact::checked::hardsigmoid / transform: the launchers that always check that
 // kernels on the current device can reach every pointer, compiled WITHOUT
 // HARDACT_CHECK_POINTER_DEVICES. Same scenarios as device_check_pointer_devices_test.cu: refused
 // with cudaErrorInvalidDevice, nothing launched or written, for another device's memory without

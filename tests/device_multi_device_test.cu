@@ -1,4 +1,4 @@
-// Several GPUs in one process (issue 9): every visible device at once, one host thread per device,
+// Several GPUs in one process: every visible device at once, one host thread per device,
 // each on its own non-blocking stream, running hardsigmoid, hardtanh with non-default bounds, a
 // backward policy and float -> bfloat16 over sizes from 1 to 4M and relatively misaligned offsets,
 // every element checked. The first hardact call of this executable happens in those threads, so the

@@ -1,4 +1,4 @@
-// Many host threads in one process (issue 9). First test: 16 threads on device 0, each with its own
+// Many host threads in one process. First test: 16 threads on device 0, each with its own
 // non-blocking stream, released together at a start line right before their first hardact call,
 // which is also this executable's first: the per-device property cache (a process singleton) is
 // cold, so all 16 race to create and fill it. Second test: 16 threads spread over every visible

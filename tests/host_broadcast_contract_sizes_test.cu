@@ -5,7 +5,7 @@
 // before any CUDA call (host addresses stand in for device memory and are never dereferenced, as in
 // host_launch_contract_test.cu).
 // (The host broadcast tests are split over host_broadcast_*_test.cu so that they compile in
-// parallel; issue 19.)
+// parallel.)
 #include "support/broadcast_contract.hpp"
 #include "support/divmod_cases.hpp"
 #include "support/values.hpp"

@@ -8,7 +8,7 @@
 //    every pattern of broadcast and full-length operands of 2 to 4 inputs, and the dispatch layer's
 //    split (OperandSplit) puts them in the kernel's order that OperandOrder undoes.
 // (The host broadcast tests are split over host_broadcast_*_test.cu so that they compile in
-// parallel; issue 19.)
+// parallel.)
 #include "support/bits.hpp"
 #include "support/divmod_cases.hpp"
 

@@ -1,4 +1,4 @@
-// hardact::checked and hardact::check_pointer_devices where no kernel can run (issue 9): plain
+// hardact::checked and hardact::check_pointer_devices where no kernel can run: plain
 // host memory is refused (cudaErrorInvalidDevice on a GPU machine whose device cannot access
 // pageable memory; the runtime's own error where there is no GPU), nothing is written, and the
 // answers that need no CUDA call (n == 0, null pointers, an invalid policy) stay those of the plain

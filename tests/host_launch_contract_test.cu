@@ -1,7 +1,7 @@
 // The launch contract's checks that need no GPU: every rejected call returns before any CUDA
 // call, so the pointers here are host addresses that are never dereferenced. Without a GPU, any
 // CUDA call would return cudaErrorNoDevice or similar instead of the codes expected here. Also
-// compile-time checks of the public names and signatures of issue 2.
+// compile-time checks of the public names and signatures of the launchers.
 #include "support/fake_device_memory.hpp"
 #include "support/values.hpp"
 
@@ -24,7 +24,7 @@ using hardact_test::FakeDeviceMemory;
 using hardact::HardSigmoid;
 using hardact::HardTanh;
 
-// ---- Compile-time: the public interface exactly as issue 2 names it. ----
+// ---- Compile-time: the public interface exactly as documented. ----
 
 template <class T>
 using Launcher = cudaError_t (*)(HardSigmoid, const T*, T*, std::size_t, cudaStream_t);

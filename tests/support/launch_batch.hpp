@@ -1,4 +1,4 @@
-// Test support: many checked launches in three round trips (issue 19). A LaunchBatch lays out
+// Test support: many checked launches in three round trips. A LaunchBatch lays out
 // guarded regions (each payload 256-byte aligned between poisoned guard bands, as GuardedBuffer
 // places one) in a host image of one device arena; execute() uploads the image once, lets every
 // run enqueue its launch on one stream, back to back, synchronises once, downloads the arena once,

@@ -1,4 +1,4 @@
-// Test support for the launch contract's device rule (issue 9): scenarios that call launchers with
+// Test support for the launch contract's device rule: scenarios that call launchers with
 // pointers on the current device, on another device (with and without peer access), in managed,
 // pinned and plain host memory. Each scenario takes the launchers to call as a type, so the same
 // scenario checks the plain launchers compiled with HARDACT_CHECK_POINTER_DEVICES and the

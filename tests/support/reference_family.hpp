@@ -1,4 +1,4 @@
-// Test support: an independent host reference for the activation family (issue 5): backward
+// Test support: an independent host reference for the activation family: backward
 // passes, HardSwish, ReLU6, the slope-offset HardSigmoid, affine steps, and rounding to half,
 // bfloat16 and fp8. It includes nothing from hardact, so a policy is never checked against itself.
 //

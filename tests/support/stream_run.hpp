@@ -1,4 +1,4 @@
-// Test support for device tests that run several host threads and devices at once (issue 9):
+// Test support for device tests that run several host threads and devices at once:
 // device arrays that are set up, launched on and read back on one stream only (never the legacy
 // default stream, never a device-wide synchronisation, so threads and devices really run side by
 // side), each placed at an element offset between poisoned guard bands; a check of an output

@@ -340,7 +340,7 @@ struct Case {
   static constexpr int kVecWidth = VecWidth;
 };
 
-/// Every (type, VecWidth) pair issue 2 asks for: automatic (0) and 1, 2, 4, 8 where
+/// Every (type, VecWidth) pair the launchers accept: automatic (0) and 1, 2, 4, 8 where
 /// VecWidth * sizeof(T) <= 16.
 using AllCases = ::testing::Types<Case<float, 0>, Case<float, 1>, Case<float, 2>, Case<float, 4>,   //
                                   Case<double, 0>, Case<double, 1>, Case<double, 2>,                //
@@ -371,7 +371,7 @@ inline std::vector<std::size_t> short_lengths() {
 }
 
 /// Lengths on and next to multiples of vector, block and tile sizes, in elements of T (from byte
-/// sizes, so every type meets its own multiples) and the element counts named in issue 2.
+/// sizes, so every type meets its own multiples) and around 2048, 4096 and 65536 elements.
 template <class T>
 std::vector<std::size_t> boundary_lengths() {
   if (quick_mode()) return {2049, 4097, 65539};
@@ -408,7 +408,7 @@ inline std::vector<std::size_t> head_offsets() {
 // a batch all run; the first of them to fail, in the order added, is reported). ----
 
 /// Every short length, at aligned (0, 0) and at odd offsets (3, 3) and (1, 2). Batched: a few
-/// round trips in all instead of several per run (issue 19).
+/// round trips in all instead of several per run.
 template <int VecWidth, class T, class Op, class Reference>
 void sweep_short_lengths(const Op& op, const Reference& reference, NanBits nan) {
   TransformBatch<VecWidth, T> batch(1100, 3);

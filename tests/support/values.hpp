@@ -63,20 +63,30 @@ std::string type_name() {
   return "unknown";
 }
 
-/// The four element types every policy supports, for typed test suites. A device test built in two
-/// parts (HARDACT_DEVICE_TESTS_BY_TYPE in tests/CMakeLists.txt) is two executables that compile in
-/// parallel, HARDACT_TEST_TYPE_PART 1 with float and double, 2 with half and bfloat16.
+/// The four element types every policy supports, for typed test suites. A test built by type
+/// (HARDACT_TESTS_BY_TYPE and HARDACT_TESTS_BY_ONE_TYPE in tests/CMakeLists.txt) is several
+/// executables that compile in parallel: HARDACT_TEST_TYPE_PART 1 with float and double, 2 with
+/// half and bfloat16; 3, 4, 5 and 6 with float, double, half and bfloat16 alone.
 #if !defined(HARDACT_TEST_TYPE_PART)
 using ElementTypes = ::testing::Types<float, double, __half, __nv_bfloat16>;
 #elif HARDACT_TEST_TYPE_PART == 1
 using ElementTypes = ::testing::Types<float, double>;
 #elif HARDACT_TEST_TYPE_PART == 2
 using ElementTypes = ::testing::Types<__half, __nv_bfloat16>;
+#elif HARDACT_TEST_TYPE_PART == 3
+using ElementTypes = ::testing::Types<float>;
+#elif HARDACT_TEST_TYPE_PART == 4
+using ElementTypes = ::testing::Types<double>;
+#elif HARDACT_TEST_TYPE_PART == 5
+using ElementTypes = ::testing::Types<__half>;
+#elif HARDACT_TEST_TYPE_PART == 6
+using ElementTypes = ::testing::Types<__nv_bfloat16>;
 #else
-#error "HARDACT_TEST_TYPE_PART is 1 (float, double) or 2 (half, bfloat16)"
+#error "HARDACT_TEST_TYPE_PART is 1 (float, double), 2 (half, bfloat16), 3 (float), 4 (double), 5 (half) or 6 (bfloat16)"
 #endif
-/// 1 where this executable holds its file's cases that are not typed: the whole test, or part 1.
-#if !defined(HARDACT_TEST_TYPE_PART) || HARDACT_TEST_TYPE_PART == 1
+/// 1 where this executable holds its file's cases that are not typed: the whole test, or the part
+/// with float.
+#if !defined(HARDACT_TEST_TYPE_PART) || HARDACT_TEST_TYPE_PART == 1 || HARDACT_TEST_TYPE_PART == 3
 #define HARDACT_TEST_UNTYPED_CASES 1
 #else
 #define HARDACT_TEST_UNTYPED_CASES 0

@@ -56,24 +56,24 @@ template <class T, class Op, class Reference>
 }
 
 template <class T>
-class HostFamilyBackward : public ::testing::Test {};
-TYPED_TEST_SUITE(HostFamilyBackward, ElementTypes, TypeNames);
+class HostBackward : public ::testing::Test {};
+TYPED_TEST_SUITE(HostBackward, ElementTypes, TypeNames);
 
-TYPED_TEST(HostFamilyBackward, HardSigmoidBackwardMatchesReference) {
+TYPED_TEST(HostBackward, HardSigmoidBackwardMatchesReference) {
   using T = TypeParam;
   EXPECT_TRUE(pairs_match<T>(hardact::HardSigmoidBackward{}, [](T grad, T x) {
     return on_elements<T>([](auto g, auto v) { return family::hard_sigmoid_backward(g, v); }, grad, x);
   }));
 }
 
-TYPED_TEST(HostFamilyBackward, HardSwishBackwardMatchesReference) {
+TYPED_TEST(HostBackward, HardSwishBackwardMatchesReference) {
   using T = TypeParam;
   EXPECT_TRUE(pairs_match<T>(hardact::HardSwishBackward{}, [](T grad, T x) {
     return on_elements<T>([](auto g, auto v) { return family::hard_swish_backward(g, v); }, grad, x);
   }));
 }
 
-TYPED_TEST(HostFamilyBackward, HardTanhBackwardMatchesReference) {
+TYPED_TEST(HostBackward, HardTanhBackwardMatchesReference) {
   using T = TypeParam;
   // Defaults, ReLU6, a signed-zero bound, inexact bounds, a float-subnormal bound, equal bounds.
   const double bounds[][2] = {{-1.0, 1.0}, {0.0, 6.0}, {-0.0, 0.5}, {-0.1, 0.3}, {0.0, 1e-40}, {2.0, 2.0}};
@@ -89,7 +89,7 @@ TYPED_TEST(HostFamilyBackward, HardTanhBackwardMatchesReference) {
 }
 
 // Boundaries, from PyTorch's CUDA kernels and probes (../shared/NOTES.md).
-TYPED_TEST(HostFamilyBackward, BoundaryFacts) {
+TYPED_TEST(HostBackward, BoundaryFacts) {
   using T = TypeParam;
   const T grad = family::round_to<T>(-2.0);
   const T nan = family::round_to<T>(std::nan(""));
@@ -120,13 +120,13 @@ TYPED_TEST(HostFamilyBackward, BoundaryFacts) {
   EXPECT_EQ(to_bits(relu6_gradient(grad, from_bits<T>(1))), to_bits(grad));  // smallest positive subnormal
 }
 
-TEST(HostFamilyBackwardDouble, HardSigmoidBackwardDividesBySix) {
+TEST(HostBackwardDouble, HardSigmoidBackwardDividesBySix) {
   // Documented choice: exact grad / 6 in double (PyTorch multiplies by float(1/6) widened).
   EXPECT_EQ(hardact::HardSigmoidBackward{}(1.0, 0.0), 1.0 / 6.0);
   EXPECT_NE(hardact::HardSigmoidBackward{}(1.0, 0.0), static_cast<double>(1.0f / 6.0f));
 }
 
-TEST(HostFamilyBackwardInterfaces, HardTanhBackwardIsValid) {
+TEST(HostBackwardInterfaces, HardTanhBackwardIsValid) {
   EXPECT_TRUE((hardact::HardTanhBackward{}.is_valid()));
   EXPECT_TRUE((hardact::HardTanhBackward{0.0, 6.0}.is_valid()));
   EXPECT_TRUE((hardact::HardTanhBackward{2.0, 2.0}.is_valid()));

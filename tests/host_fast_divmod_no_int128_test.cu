@@ -9,7 +9,7 @@
 #include <hardact/numeric/fast_divmod.cuh>
 
 #ifdef __SIZEOF_INT128__
-#error "host_broadcast_no_int128_test must compile fast_divmod.cuh without __SIZEOF_INT128__"
+#error "host_fast_divmod_no_int128_test must compile fast_divmod.cuh without __SIZEOF_INT128__"
 #endif
 
 #include "support/divmod_cases.hpp"

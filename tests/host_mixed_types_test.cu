@@ -76,16 +76,16 @@ void expect_all_policies_match() {
       << "chain(Scale{300}, HardSwish)";
 }
 
-TEST(HostFamilyMixed, FloatToBfloat16) { expect_all_policies_match<float, __nv_bfloat16>(); }
-TEST(HostFamilyMixed, FloatToHalf) { expect_all_policies_match<float, __half>(); }
-TEST(HostFamilyMixed, Bfloat16ToFloat) { expect_all_policies_match<__nv_bfloat16, float>(); }
-TEST(HostFamilyMixed, HalfToFloat) { expect_all_policies_match<__half, float>(); }
-TEST(HostFamilyMixed, FloatToE4M3Saturating) { expect_all_policies_match<float, __nv_fp8_e4m3>(); }
-TEST(HostFamilyMixed, FloatToE5M2Saturating) { expect_all_policies_match<float, __nv_fp8_e5m2>(); }
-TEST(HostFamilyMixed, Bfloat16ToE4M3Saturating) { expect_all_policies_match<__nv_bfloat16, __nv_fp8_e4m3>(); }
-TEST(HostFamilyMixed, Bfloat16ToE5M2Saturating) { expect_all_policies_match<__nv_bfloat16, __nv_fp8_e5m2>(); }
+TEST(HostMixedTypes, FloatToBfloat16) { expect_all_policies_match<float, __nv_bfloat16>(); }
+TEST(HostMixedTypes, FloatToHalf) { expect_all_policies_match<float, __half>(); }
+TEST(HostMixedTypes, Bfloat16ToFloat) { expect_all_policies_match<__nv_bfloat16, float>(); }
+TEST(HostMixedTypes, HalfToFloat) { expect_all_policies_match<__half, float>(); }
+TEST(HostMixedTypes, FloatToE4M3Saturating) { expect_all_policies_match<float, __nv_fp8_e4m3>(); }
+TEST(HostMixedTypes, FloatToE5M2Saturating) { expect_all_policies_match<float, __nv_fp8_e5m2>(); }
+TEST(HostMixedTypes, Bfloat16ToE4M3Saturating) { expect_all_policies_match<__nv_bfloat16, __nv_fp8_e4m3>(); }
+TEST(HostMixedTypes, Bfloat16ToE5M2Saturating) { expect_all_policies_match<__nv_bfloat16, __nv_fp8_e5m2>(); }
 
-TEST(HostFamilyMixed, Fp8SaturationFacts) {
+TEST(HostMixedTypes, Fp8SaturationFacts) {
   const hardact::HardSwish swish;
   // HardSwish(x) = x for x >= 3: 1000 saturates to 448 (e4m3) and 1e5 to 57344 (e5m2); inf too.
   EXPECT_EQ(to_bits(mixed<__nv_fp8_e4m3>(swish, 1000.0f)), 0x7E);
@@ -98,7 +98,7 @@ TEST(HostFamilyMixed, Fp8SaturationFacts) {
 
 // PyTorch's casts do not saturate (e4m3fn: NaN; e5m2: inf). For HardSigmoid and ReLU6 the output
 // range lies inside both fp8 ranges, so hardact's saturating result equals PyTorch's.
-TEST(HostFamilyMixed, AgreesWithPyTorchsCastWhereInRange) {
+TEST(HostMixedTypes, AgreesWithPyTorchsCastWhereInRange) {
   EXPECT_TRUE((mixed_matches<float, __nv_fp8_e4m3>(hardact::HardSigmoid{}, kHardSigmoid, Overflow::ToNaN)));
   EXPECT_TRUE((mixed_matches<__nv_bfloat16, __nv_fp8_e4m3>(hardact::HardSigmoid{}, kHardSigmoid, Overflow::ToNaN)));
   EXPECT_TRUE((mixed_matches<float, __nv_fp8_e5m2>(hardact::ReLU6{}, kReLU6, Overflow::ToInfinity)));

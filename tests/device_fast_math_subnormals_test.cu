@@ -60,7 +60,7 @@ std::vector<__nv_bfloat16> all_bfloat16() { return family::all_patterns<__nv_bfl
 
 constexpr std::size_t kCount = 100003;
 
-TEST(DeviceFamilyFastMath, HardSwishKeepsSubnormalProducts) {
+TEST(DeviceFastMathSubnormals, HardSwishKeepsSubnormalProducts) {
   HARDACT_REQUIRE_DEVICE();
   family::check_one_input_on<float, float>(
       hardact::HardSwish{}, [](float x) { return family::hard_swish(x); }, tiny_floats(kCount, 1));
@@ -70,7 +70,7 @@ TEST(DeviceFamilyFastMath, HardSwishKeepsSubnormalProducts) {
       all_bfloat16());
 }
 
-TEST(DeviceFamilyFastMath, ReLU6KeepsPositiveSubnormals) {
+TEST(DeviceFastMathSubnormals, ReLU6KeepsPositiveSubnormals) {
   HARDACT_REQUIRE_DEVICE();
   family::check_one_input_on<float, float>(
       hardact::ReLU6{}, [](float x) { return family::relu6(x); }, tiny_floats(kCount, 2));
@@ -79,7 +79,7 @@ TEST(DeviceFamilyFastMath, ReLU6KeepsPositiveSubnormals) {
       hardact::ReLU6{}, [](B x) { return on_elements<B>([](auto v) { return family::relu6(v); }, x); }, all_bfloat16());
 }
 
-TEST(DeviceFamilyFastMath, AffineFormsKeepSubnormals) {
+TEST(DeviceFastMathSubnormals, AffineFormsKeepSubnormals) {
   HARDACT_REQUIRE_DEVICE();
   family::check_one_input_on<float, float>(
       hardact::HardSigmoid::affine(3.0, 0.0), [](float x) { return family::hard_sigmoid_affine(x, 3.0, 0.0); },
@@ -97,7 +97,7 @@ TEST(DeviceFamilyFastMath, AffineFormsKeepSubnormals) {
       all_bfloat16());
 }
 
-TEST(DeviceFamilyFastMath, BackwardKeepsSubnormalGradients) {
+TEST(DeviceFastMathSubnormals, BackwardKeepsSubnormalGradients) {
   HARDACT_REQUIRE_DEVICE();
   const std::vector<float> grads = tiny_floats(kCount, 5);
   const std::vector<float> xs = tiny_floats(kCount, 6);
@@ -132,7 +132,7 @@ TEST(DeviceFamilyFastMath, BackwardKeepsSubnormalGradients) {
 }
 
 // Without a GPU the inputs can still be checked to contain what the device tests rely on.
-TEST(DeviceFamilyFastMathInputs, ContainSubnormalsOfBothSigns) {
+TEST(DeviceFastMathSubnormalsInputs, ContainSubnormalsOfBothSigns) {
   const std::vector<float> values = tiny_floats(kCount, 1);
   std::size_t positive = 0, negative = 0;
   for (const float v : values) {

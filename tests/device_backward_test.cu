@@ -22,10 +22,10 @@ using family::on_elements;
 
 
 template <class T>
-class DeviceFamilyBackward : public ::testing::Test {};
-TYPED_TEST_SUITE(DeviceFamilyBackward, ElementTypes, TypeNames);
+class DeviceBackward : public ::testing::Test {};
+TYPED_TEST_SUITE(DeviceBackward, ElementTypes, TypeNames);
 
-TYPED_TEST(DeviceFamilyBackward, HardSigmoidBackward) {
+TYPED_TEST(DeviceBackward, HardSigmoidBackward) {
   HARDACT_REQUIRE_DEVICE();
   using T = TypeParam;
   family::check_two_inputs<T, T, T>(hardact::HardSigmoidBackward{}, [](T grad, T x) {
@@ -33,7 +33,7 @@ TYPED_TEST(DeviceFamilyBackward, HardSigmoidBackward) {
   });
 }
 
-TYPED_TEST(DeviceFamilyBackward, HardSwishBackward) {
+TYPED_TEST(DeviceBackward, HardSwishBackward) {
   HARDACT_REQUIRE_DEVICE();
   using T = TypeParam;
   family::check_two_inputs<T, T, T>(hardact::HardSwishBackward{}, [](T grad, T x) {
@@ -41,7 +41,7 @@ TYPED_TEST(DeviceFamilyBackward, HardSwishBackward) {
   });
 }
 
-TYPED_TEST(DeviceFamilyBackward, HardTanhBackward) {
+TYPED_TEST(DeviceBackward, HardTanhBackward) {
   HARDACT_REQUIRE_DEVICE();
   using T = TypeParam;
   const double bounds[][2] = {{-1.0, 1.0}, {0.0, 6.0}};  // PyTorch's defaults, then ReLU6's gradient
@@ -54,7 +54,7 @@ TYPED_TEST(DeviceFamilyBackward, HardTanhBackward) {
 }
 
 #if HARDACT_TEST_UNTYPED_CASES  // in part 1 of a build by type (tests/CMakeLists.txt)
-TEST(DeviceFamilyBackwardChain, GradientTimesScaleClamped) {
+TEST(DeviceBackwardChain, GradientTimesScaleClamped) {
   HARDACT_REQUIRE_DEVICE();
   using T = __nv_bfloat16;
   const auto fused = hardact::chain(hardact::HardSwishBackward{}, hardact::Scale{0.5}, hardact::HardTanh{-1.0, 1.0});
@@ -69,14 +69,14 @@ TEST(DeviceFamilyBackwardChain, GradientTimesScaleClamped) {
 
 // Mixed types: float grad and x written as bfloat16 (rounded once from float), and bfloat16
 // inputs written as float (exact widening, then float arithmetic).
-TEST(DeviceFamilyBackwardMixed, FloatInputsToBfloat16) {
+TEST(DeviceBackwardMixed, FloatInputsToBfloat16) {
   HARDACT_REQUIRE_DEVICE();
   family::check_two_inputs<float, float, __nv_bfloat16>(hardact::HardSigmoidBackward{}, [](float grad, float x) {
     return family::round_to<__nv_bfloat16>(family::hard_sigmoid_backward(grad, x));
   });
 }
 
-TEST(DeviceFamilyBackwardMixed, Bfloat16InputsToFloat) {
+TEST(DeviceBackwardMixed, Bfloat16InputsToFloat) {
   HARDACT_REQUIRE_DEVICE();
   using B = __nv_bfloat16;
   family::check_two_inputs<B, B, float>(hardact::HardSwishBackward{}, [](B grad, B x) {
@@ -85,7 +85,7 @@ TEST(DeviceFamilyBackwardMixed, Bfloat16InputsToFloat) {
   });
 }
 
-TEST(DeviceFamilyBackwardArguments, BadArgumentsWriteNothing) {
+TEST(DeviceBackwardArguments, BadArgumentsWriteNothing) {
   HARDACT_REQUIRE_DEVICE();
   constexpr std::size_t n = 4096;
   GuardedBuffer<float> grad(n + 1, 0), x(n + 1, 0), out(n, 0);
@@ -116,7 +116,7 @@ TEST(DeviceFamilyBackwardArguments, BadArgumentsWriteNothing) {
 }
 
 // Inputs may overlap each other freely: grad and x from one buffer, one element apart.
-TEST(DeviceFamilyBackwardArguments, OverlappingInputsAreAllowed) {
+TEST(DeviceBackwardArguments, OverlappingInputsAreAllowed) {
   HARDACT_REQUIRE_DEVICE();
   constexpr std::size_t n = 10001;
   const std::vector<float> values = family::device_inputs<float>(n + 1, 99);

@@ -4,8 +4,6 @@
 // support/reference_family.hpp, in float, double, half and bfloat16; their validity and kernel
 // argument facts, no FMA contraction, bfloat16's single rounding, and the kernels' type rule
 // (detail::apply_op) for mixed broadcast types.
-// (The host broadcast tests are split over host_broadcast_*_test.cu so that they compile in
-// parallel; issue 19.)
 #include "support/bits.hpp"
 #include "support/reference_family.hpp"
 #include "support/values.hpp"

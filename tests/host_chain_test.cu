@@ -32,11 +32,11 @@ template <class T, class Op, class Reference>
 }
 
 template <class T>
-class HostFamilyChain : public ::testing::Test {};
-TYPED_TEST_SUITE(HostFamilyChain, ElementTypes, TypeNames);
+class HostChain : public ::testing::Test {};
+TYPED_TEST_SUITE(HostChain, ElementTypes, TypeNames);
 
-// scale -> clamp -> offset, the issue's example of a chain PyTorch needs three kernels for.
-TYPED_TEST(HostFamilyChain, ScaleClampOffsetMatchesReference) {
+// scale -> clamp -> offset, a chain PyTorch needs three kernels for.
+TYPED_TEST(HostChain, ScaleClampOffsetMatchesReference) {
   using T = TypeParam;
   const auto fused = hardact::chain(hardact::Scale{2.0}, hardact::HardTanh{}, hardact::Offset{0.25});
   EXPECT_TRUE(matches<T>(fused, [](T x) {
@@ -45,7 +45,7 @@ TYPED_TEST(HostFamilyChain, ScaleClampOffsetMatchesReference) {
   }));
 }
 
-TYPED_TEST(HostFamilyChain, ActivationsAndAffineMatchReference) {
+TYPED_TEST(HostChain, ActivationsAndAffineMatchReference) {
   using T = TypeParam;
   const auto fused = hardact::chain(hardact::Affine{0.5, -1.0}, hardact::HardSwish{}, hardact::ReLU6{},
                                     hardact::HardSigmoid{}, hardact::HardSigmoid::onnx());
@@ -59,7 +59,7 @@ TYPED_TEST(HostFamilyChain, ActivationsAndAffineMatchReference) {
   }));
 }
 
-TYPED_TEST(HostFamilyChain, NestedChainsAndSingleSteps) {
+TYPED_TEST(HostChain, NestedChainsAndSingleSteps) {
   using T = TypeParam;
   const auto inner = hardact::chain(hardact::Scale{-3.0}, hardact::ReLU6{});
   const auto outer = hardact::chain(inner, hardact::chain(hardact::HardTanh{-0.5, 2.0}));
@@ -71,7 +71,7 @@ TYPED_TEST(HostFamilyChain, NestedChainsAndSingleSteps) {
                          [](T x) { return on_elements<T>([](auto v) { return family::hard_swish(v); }, x); }));
 }
 
-TYPED_TEST(HostFamilyChain, TwoInputChainMatchesReference) {
+TYPED_TEST(HostChain, TwoInputChainMatchesReference) {
   using T = TypeParam;
   const auto fused = hardact::chain(hardact::HardSwishBackward{}, hardact::Scale{0.5}, hardact::HardTanh{-1.0, 1.0});
   const auto reference = [](T grad, T x) {
@@ -90,7 +90,7 @@ TYPED_TEST(HostFamilyChain, TwoInputChainMatchesReference) {
 
 // bfloat16 keeps 8 bits, so rounding after every step (PyTorch eager: three kernels) and rounding
 // once (a fused chain) differ for some inputs. Find one independently and check the chain rounds once.
-TEST(HostFamilyChainRounding, RoundsOnceAtTheEnd) {
+TEST(HostChainRounding, RoundsOnceAtTheEnd) {
   using T = __nv_bfloat16;
   const auto per_step = [](T x) {
     const T scaled = family::round_to<T>(family::scale(static_cast<float>(family::value_of(x)), 0.1));
@@ -116,7 +116,7 @@ struct UserStep {  // a user functor without is_valid: always valid
   }
 };
 
-TEST(HostFamilyChainInterfaces, IsValidIsForwarded) {
+TEST(HostChainInterfaces, IsValidIsForwarded) {
   const double nan = std::nan("");
   EXPECT_TRUE(hardact::chain(hardact::HardSigmoid{}, hardact::ReLU6{}).is_valid());
   EXPECT_TRUE(hardact::chain(UserStep{}, hardact::HardTanh{0.0, 6.0}).is_valid());
@@ -127,7 +127,7 @@ TEST(HostFamilyChainInterfaces, IsValidIsForwarded) {
   EXPECT_EQ(hardact::chain(UserStep{}, hardact::Offset{1.0})(3.0f), 7.0f);
 }
 
-TEST(HostFamilyChainInterfaces, ChainsAreSmallTriviallyCopyableAggregates) {
+TEST(HostChainInterfaces, ChainsAreSmallTriviallyCopyableAggregates) {
   using Fused = decltype(hardact::chain(hardact::Scale{2.0}, hardact::HardTanh{}, hardact::ReLU6{}));
   static_assert(std::is_same_v<Fused, hardact::Chain<hardact::Scale, hardact::HardTanh, hardact::ReLU6>>, "type");
   static_assert(std::is_trivially_copyable_v<Fused>, "kernel argument");

@@ -1,26 +1,23 @@
-// Every one of the 2^32 float bit patterns through HardSigmoid and HardTanh on the host, against
-// the independent reference. The patterns are cut into chunks that all hardware threads take in
-// turn; a Release build finishes in seconds on two cores.
+// Test support for the host tests that run every one of the 2^32 float bit patterns through a
+// policy against the independent reference: the patterns are cut into chunks that all hardware
+// threads take in turn (a Release build finishes in seconds on two cores), and a tally of what
+// differed.
+#pragma once
+
 #include "support/bits.hpp"
-#include "support/reference.hpp"
-
-#include <hardact/hardact.cuh>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <limits>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
-namespace {
-
-using namespace hardact_test;
+namespace hardact_test {
+namespace every_float {
 
 /// What a sweep found: mismatching patterns (count and the smallest one), and a count of
 /// patterns for which an optional side condition held.
@@ -91,57 +88,15 @@ void compare_range(const Op& op, const Reference& reference, bool exact_nan, std
   }
 }
 
-std::string report(const Tally& tally) {
+inline std::string report(const Tally& tally) {
   if (tally.mismatches == 0) return "no mismatches";
   const float x = from_bits<float>(tally.first_mismatch);
   return std::to_string(tally.mismatches) + " mismatching patterns, first " + describe(x);
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-TEST(HostExhaustiveFloat, HardSigmoidEveryPattern) {
-  const auto start = std::chrono::steady_clock::now();
-  const hardact::HardSigmoid op;
-  const reference::HardSigmoid reference;
-  const Tally tally = sweep_all_patterns([&](std::uint32_t first, std::uint32_t last, Tally& local) {
-    // Side count: inputs where x / 6 would have given another float than x * float(1/6).
-    const auto divides_differently = [](float x) {
-      const float shifted = std::min(std::max(x + 3.0f, 0.0f), 6.0f);
-      return to_bits(shifted / 6.0f) != to_bits(shifted * reference::kOneSixthFloat);
-    };
-    compare_range(op, reference, false, first, last, local, divides_differently);
-  });
-  std::printf("[ timing   ] HardSigmoid, 2^32 floats: %.1f s on %u threads\n", seconds_since(start),
-              std::max(1u, std::thread::hardware_concurrency()));
-  EXPECT_EQ(tally.mismatches, 0u) << report(tally);
-  // ../shared/NOTES.md: dividing by 6 instead gives a different float on 150,062,874 of the 2^32
-  // inputs, counted on the GPU where NaN != NaN; the count above compares bits, under which the
-  // 2^24 - 2 NaN inputs agree.
-  EXPECT_EQ(tally.side_count, 150062874u - ((1u << 24) - 2u));
-}
-
-TEST(HostExhaustiveFloat, HardTanhEveryPattern) {
-  const auto start = std::chrono::steady_clock::now();
-  // PyTorch's default bounds and ReLU6's (a zero bound, where -0.0 turns into +0.0).
-  const hardact::HardTanh defaults{};
-  const hardact::HardTanh relu6{0.0, 6.0};
-  const reference::HardTanh defaults_reference{-1.0, 1.0};
-  const reference::HardTanh relu6_reference{0.0, 6.0};
-  Tally relu6_tally;
-  std::mutex relu6_mutex;
-  const Tally tally = sweep_all_patterns([&](std::uint32_t first, std::uint32_t last, Tally& local) {
-    compare_range(defaults, defaults_reference, true, first, last, local);
-    Tally relu6_local;
-    compare_range(relu6, relu6_reference, true, first, last, relu6_local);
-    const std::lock_guard<std::mutex> lock(relu6_mutex);
-    relu6_tally.merge(relu6_local);
-  });
-  std::printf("[ timing   ] HardTanh (2 bound sets), 2^32 floats: %.1f s on %u threads\n", seconds_since(start),
-              std::max(1u, std::thread::hardware_concurrency()));
-  EXPECT_EQ(tally.mismatches, 0u) << "HardTanh{-1, 1}: " << report(tally);
-  EXPECT_EQ(relu6_tally.mismatches, 0u) << "HardTanh{0, 6}: " << report(relu6_tally);
-}
-
-}  // namespace
+}  // namespace every_float
+}  // namespace hardact_test

@@ -3,7 +3,7 @@
 // HardSwish (whose unbounded outputs reach the fp8 saturation) and a chain, sizes x offsets, bit
 // for bit against the independent reference rounded once from float.
 //
-// Relation to PyTorch's F.hardsigmoid(x).to(dtype) (details in host_family_mixed_test.cu): equal
+// Relation to PyTorch's F.hardsigmoid(x).to(dtype) (details in host_mixed_types_test.cu): equal
 // for half, bfloat16 and float outputs (PyTorch rounds the same float result once); for fp8 equal
 // wherever the result is within the fp8 range, as HardSigmoid's always is. Beyond it hardact
 // saturates (e4m3: +-448, e5m2: +-57344), PyTorch <= 2.11 gives NaN (e4m3fn) or +-inf (e5m2).
@@ -32,51 +32,51 @@ void check_pair() {
   });
 }
 
-TEST(DeviceFamilyMixed, FloatToBfloat16) {
+TEST(DeviceMixedTypes, FloatToBfloat16) {
   HARDACT_REQUIRE_DEVICE();
   check_pair<float, __nv_bfloat16>();
 }
-TEST(DeviceFamilyMixed, FloatToHalf) {
+TEST(DeviceMixedTypes, FloatToHalf) {
   HARDACT_REQUIRE_DEVICE();
   check_pair<float, __half>();
 }
-TEST(DeviceFamilyMixed, Bfloat16ToFloat) {
+TEST(DeviceMixedTypes, Bfloat16ToFloat) {
   HARDACT_REQUIRE_DEVICE();
   check_pair<__nv_bfloat16, float>();
 }
-TEST(DeviceFamilyMixed, HalfToFloat) {
+TEST(DeviceMixedTypes, HalfToFloat) {
   HARDACT_REQUIRE_DEVICE();
   check_pair<__half, float>();
 }
 // Widening to double: on the staged path each thread reads 4 (bfloat16) or 8 (float) bytes of
 // input per 16-byte store, the narrowest shared-memory reads it makes.
-TEST(DeviceFamilyMixed, Bfloat16ToDouble) {
+TEST(DeviceMixedTypes, Bfloat16ToDouble) {
   HARDACT_REQUIRE_DEVICE();
   check_pair<__nv_bfloat16, double>();
 }
-TEST(DeviceFamilyMixed, FloatToDouble) {
+TEST(DeviceMixedTypes, FloatToDouble) {
   HARDACT_REQUIRE_DEVICE();
   check_pair<float, double>();
 }
-TEST(DeviceFamilyMixed, FloatToE4M3) {
+TEST(DeviceMixedTypes, FloatToE4M3) {
   HARDACT_REQUIRE_DEVICE();
   check_pair<float, __nv_fp8_e4m3>();
 }
-TEST(DeviceFamilyMixed, FloatToE5M2) {
+TEST(DeviceMixedTypes, FloatToE5M2) {
   HARDACT_REQUIRE_DEVICE();
   check_pair<float, __nv_fp8_e5m2>();
 }
-TEST(DeviceFamilyMixed, Bfloat16ToE4M3) {
+TEST(DeviceMixedTypes, Bfloat16ToE4M3) {
   HARDACT_REQUIRE_DEVICE();
   check_pair<__nv_bfloat16, __nv_fp8_e4m3>();
 }
-TEST(DeviceFamilyMixed, Bfloat16ToE5M2) {
+TEST(DeviceMixedTypes, Bfloat16ToE5M2) {
   HARDACT_REQUIRE_DEVICE();
   check_pair<__nv_bfloat16, __nv_fp8_e5m2>();
 }
 
 // A chain that writes fp8 straight from float: scale, activation and saturating cast in one pass.
-TEST(DeviceFamilyMixed, ChainFloatToE4M3) {
+TEST(DeviceMixedTypes, ChainFloatToE4M3) {
   HARDACT_REQUIRE_DEVICE();
   const auto fused = hardact::chain(hardact::Scale{300.0}, hardact::HardSwish{});
   family::check_one_input<float, __nv_fp8_e4m3>(
