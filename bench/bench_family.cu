@@ -1,4 +1,4 @@
-// The activation family (issue 5) against what one would otherwise run:
+// The activation family against what one would otherwise run:
 //   - backward passes through the two-input launcher vs cub::DeviceTransform with a tuple of inputs:
 //       <op>_backward/<dtype>/{memcpy,hardact_auto,cub}/<placement>/<alignment>/n:<n>
 //     (in place = the gradient is overwritten, as autograd does for in-place backward ops)
