@@ -151,8 +151,10 @@ int main(int argc, char** argv) {
       return p;
     };
     // Results: both sides from the same inputs (the in-place case from copies of x).
+    // On `stream`: a device-to-device cudaMemcpy does not wait for completion, and the non-blocking
+    // stream does not wait for the legacy default stream, so the launches could read a half copy.
     for (unsigned char* out : {out_base, out_current}) {
-      if (c.in_place) CHECK(cudaMemcpy(out, in0, bytes, cudaMemcpyDeviceToDevice));
+      if (c.in_place) CHECK(cudaMemcpyAsync(out, in0, bytes, cudaMemcpyDeviceToDevice, stream));
     }
     CHECK(side_base::launch_case(index, pointers(out_base), stream));
     CHECK(side_current::launch_case(index, pointers(out_current), stream));
