@@ -21,16 +21,7 @@ namespace {
 using namespace hardact_test;
 using family::on_elements;
 
-/// Every 16-bit pattern for half and bfloat16; special and 2^20 random values for float and double.
-template <class T>
-std::vector<T> inputs_for() {
-  return family::host_inputs<T>({-3.5, 2.5, 5.0, -2.5, 1.0 / 6.0}, 1 << 20, 0xfa417);
-}
-
-template <class T, class Op, class Reference>
-::testing::AssertionResult matches(const Op& op, const Reference& reference) {
-  return family::host_matches(op, reference, inputs_for<T>());
-}
+using family::policy_matches;
 
 template <class T>
 class HostAffine : public ::testing::Test {};
@@ -42,7 +33,7 @@ TYPED_TEST(HostAffine, HardSigmoidAffineMatchesReference) {
   const double parameters[][2] = {{0.2, 0.5}, {1.0 / 6.0, 0.5}, {-2.5, 0.25}, {3.0, 0.0}, {1e-3, -1e-3}};
   for (const auto& p : parameters) {
     const double alpha = p[0], beta = p[1];
-    EXPECT_TRUE(matches<T>(
+    EXPECT_TRUE(policy_matches<T>(
         hardact::HardSigmoid::affine(alpha, beta),
         [&](T x) { return on_elements<T>([&](auto v) { return family::hard_sigmoid_affine(v, alpha, beta); }, x); }))
         << "alpha " << alpha << " beta " << beta;
@@ -54,16 +45,16 @@ TYPED_TEST(HostAffine, AffineStepsMatchReference) {
   for (const double scale : {2.0, 0.1, -1e-3, 1e30}) {
     for (const double offset : {0.0, -0.0, 0.3, -3.0}) {
       EXPECT_TRUE(
-          matches<T>(hardact::Affine{scale, offset},
+          policy_matches<T>(hardact::Affine{scale, offset},
                      [&](T x) { return on_elements<T>([&](auto v) { return family::affine(v, scale, offset); }, x); }))
           << "Affine{" << scale << ", " << offset << "}";
     }
-    EXPECT_TRUE(matches<T>(hardact::Scale{scale},
+    EXPECT_TRUE(policy_matches<T>(hardact::Scale{scale},
                            [&](T x) { return on_elements<T>([&](auto v) { return family::scale(v, scale); }, x); }))
         << "Scale{" << scale << "}";
   }
   for (const double offset : {0.0, -0.0, 0.3, -3.0, 1e-40}) {
-    EXPECT_TRUE(matches<T>(hardact::Offset{offset},
+    EXPECT_TRUE(policy_matches<T>(hardact::Offset{offset},
                            [&](T x) { return on_elements<T>([&](auto v) { return family::offset(v, offset); }, x); }))
         << "Offset{" << offset << "}";
   }

@@ -21,16 +21,7 @@ namespace {
 using namespace hardact_test;
 using family::on_elements;
 
-/// Every 16-bit pattern for half and bfloat16; special and 2^20 random values for float and double.
-template <class T>
-std::vector<T> inputs_for() {
-  return family::host_inputs<T>({-3.5, 2.5, 5.0, -2.5, 1.0 / 6.0}, 1 << 20, 0xfa417);
-}
-
-template <class T, class Op, class Reference>
-::testing::AssertionResult matches(const Op& op, const Reference& reference) {
-  return family::host_matches(op, reference, inputs_for<T>());
-}
+using family::policy_matches;
 
 template <class T>
 class HostHardSwish : public ::testing::Test {};
@@ -38,7 +29,7 @@ TYPED_TEST_SUITE(HostHardSwish, ElementTypes, TypeNames);
 
 TYPED_TEST(HostHardSwish, MatchesReference) {
   using T = TypeParam;
-  EXPECT_TRUE(matches<T>(hardact::HardSwish{},
+  EXPECT_TRUE(policy_matches<T>(hardact::HardSwish{},
                          [](T x) { return on_elements<T>([](auto v) { return family::hard_swish(v); }, x); }));
 }
 

@@ -20,16 +20,7 @@ namespace {
 using namespace hardact_test;
 using family::on_elements;
 
-/// Every 16-bit pattern for half and bfloat16; special and 2^20 random values for float and double.
-template <class T>
-std::vector<T> inputs_for() {
-  return family::host_inputs<T>({-3.5, 2.5, 5.0, -2.5, 1.0 / 6.0}, 1 << 20, 0xfa417);
-}
-
-template <class T, class Op, class Reference>
-::testing::AssertionResult matches(const Op& op, const Reference& reference) {
-  return family::host_matches(op, reference, inputs_for<T>());
-}
+using family::policy_matches;
 
 template <class T>
 class HostReLU6 : public ::testing::Test {};
@@ -38,7 +29,7 @@ TYPED_TEST_SUITE(HostReLU6, ElementTypes, TypeNames);
 TYPED_TEST(HostReLU6, MatchesReference) {
   using T = TypeParam;
   EXPECT_TRUE(
-      matches<T>(hardact::ReLU6{}, [](T x) { return on_elements<T>([](auto v) { return family::relu6(v); }, x); }));
+      policy_matches<T>(hardact::ReLU6{}, [](T x) { return on_elements<T>([](auto v) { return family::relu6(v); }, x); }));
 }
 
 TYPED_TEST(HostReLU6, ZerosAndNaN) {

@@ -388,5 +388,18 @@ std::vector<T> host_inputs(std::initializer_list<double> extra_points, std::size
   }
 }
 
+/// The single-policy host tests' inputs (ReLU6, HardSwish, affine): every 16-bit pattern, or the
+/// special values, the kinks' neighbours and 2^20 random values.
+template <class T>
+std::vector<T> policy_inputs() {
+  return host_inputs<T>({-3.5, 2.5, 5.0, -2.5, 1.0 / 6.0}, 1 << 20, 0xfa417);
+}
+
+/// op(x) equals reference(x), bit for bit, for every x of policy_inputs<T>().
+template <class T, class Op, class Reference>
+::testing::AssertionResult policy_matches(const Op& op, const Reference& reference) {
+  return host_matches(op, reference, policy_inputs<T>());
+}
+
 }  // namespace family
 }  // namespace hardact_test
