@@ -1,5 +1,6 @@
 # Picks CMAKE_CUDA_ARCHITECTURES before CUDA is enabled: what the user set, else the
-# architectures of the GPUs on this machine (via nvidia-smi), else 90 (Hopper, the H100).
+# architectures of the GPUs on this machine (via nvidia-smi), else 90 (Hopper, the H100), and then
+# remembers that choice in HARDACT_ARCHITECTURES_WITHOUT_GPU.
 function(hardact_default_cuda_architectures)
   if(DEFINED CMAKE_CUDA_ARCHITECTURES OR DEFINED ENV{CUDAARCHS})
     return()
@@ -22,9 +23,14 @@ function(hardact_default_cuda_architectures)
       list(REMOVE_DUPLICATES _architectures)
     endif()
   endif()
+  # HARDACT_ARCHITECTURES_WITHOUT_GPU: the architectures chosen when no GPU was found to choose for
+  # (the tests then build their device code as PTX, see tests/CMakeLists.txt), else empty.
+  set(_without_gpu "")
   if(NOT _architectures)
     set(_architectures 90)
+    set(_without_gpu 90)
   endif()
+  set(HARDACT_ARCHITECTURES_WITHOUT_GPU "${_without_gpu}" CACHE INTERNAL "CUDA architectures chosen with no GPU found")
   message(STATUS "hardact: CUDA architectures ${_architectures} (override with -DCMAKE_CUDA_ARCHITECTURES=...)")
   set(CMAKE_CUDA_ARCHITECTURES "${_architectures}" CACHE STRING "CUDA architectures to build for")
 endfunction()

@@ -74,6 +74,9 @@ void check_positions() {
   check_positions<T, IsBroadcast...>(std::make_index_sequence<sizeof...(IsBroadcast)>{});
 }
 
+// Built in two executables (HARDACT_TESTS_BY_TYPE): the float patterns in the first, the bfloat16
+// ones and the shared positions (float and bfloat16) in the second.
+#if !defined(HARDACT_TEST_TYPE_PART) || HARDACT_TEST_TYPE_PART == 1
 TEST(DeviceBroadcastPositions, FloatEveryPattern) {
   HARDACT_REQUIRE_DEVICE();
   using T = float;
@@ -92,6 +95,9 @@ TEST(DeviceBroadcastPositions, FloatEveryPattern) {
   check_positions<T, false, true, true, true>();
 }
 
+#endif
+
+#if !defined(HARDACT_TEST_TYPE_PART) || HARDACT_TEST_TYPE_PART == 2
 TEST(DeviceBroadcastPositions, Bfloat16FirstMiddleLast) {
   HARDACT_REQUIRE_DEVICE();
   using T = __nv_bfloat16;
@@ -112,5 +118,6 @@ TEST(DeviceBroadcastPositions, SharedAndOwnPositions) {
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
+#endif
 
 }  // namespace
