@@ -31,6 +31,7 @@ from torch.compiler import is_compiling as _is_compiling
 from torch.overrides import handle_torch_function as _handle_torch_function
 
 from . import _C  # loading the extension registers torch.ops.hardact
+from .cuda_graph import CudaGraphInference, cuda_graph_inference
 from ._registrations import (DTENSOR_SHARDING_REGISTERED, FUSED_ACTIVATIONS, SUPPORTED_DTYPES, UNARY_OPS,
                              sharded_ops)
 
@@ -40,6 +41,7 @@ __all__ = [
     "HardSigmoid", "HardTanh", "HardSwish", "ReLU6", "ModelNew", "replace_activations",
     "FUSED_ACTIVATIONS", "scale_shift_activation", "bias_activation", "residual_activation", "hardsigmoid_gate",
     "BatchNormActivation", "fuse_batchnorm_activation", "HardSigmoidSqueezeExcitation", "fuse_squeeze_excitation",
+    "CudaGraphInference", "cuda_graph_inference",
 ]
 
 ops = torch.ops.hardact
