@@ -10,7 +10,7 @@ process: torch.nn's model eager, a copy of it (the control: what the method meas
 no difference), the rewrite (fuse_batchnorm_activation + fuse_squeeze_excitation) eager, the rewrite
 in a CUDA graph (hardact_torch.cuda_graph_inference), and torch.compile of torch.nn's model in each
 --modes mode (default, reduce-overhead, max-autotune-no-cudagraphs), whose compile time (the first
-call's wall time, cold caches for that case) is printed. Then wall time per forward: each rep runs
+call's wall time, Inductor's caches off unless --warm-caches) is printed. Then wall time per forward: each rep runs
 --iters forwards of one implementation between two synchronisations, all of them in turn, in one
 order in even reps and the reverse in odd reps. Printed: medians and min-max per implementation, the
 GPU time and kernel count of one forward (torch.profiler) for the eager ones and compile's default,
@@ -65,12 +65,16 @@ def main() -> int:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--reps", type=int, default=21)
     parser.add_argument("--iters", type=int, default=10, help="forwards per timing")
+    parser.add_argument("--warm-caches", action="store_true",
+                        help="let Inductor use its on-disk caches (the compile times are then those of a cache hit)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("bench_versus_compile: no CUDA GPU")
         return 2
     torch.backends.cudnn.benchmark = True
     torch._dynamo.config.cache_size_limit = 64
+    # Compile times are cold by default: a cache hit from an earlier run would time a lookup.
+    torch._inductor.config.force_disable_caches = not args.warm_caches
     modes = [m for m in args.modes.split(",") if m]
     print(f"{describe_gpu()}; cudnn.benchmark on, "
           f"cuDNN TF32 {'on' if torch.backends.cudnn.allow_tf32 else 'off'} (PyTorch's default)")
