@@ -86,6 +86,17 @@ def mismatch_report(got: torch.Tensor, expected: torch.Tensor, *inputs: torch.Te
             f"got {show(got, first)}, expected {show(expected, first)}")
 
 
+def raises(expected_type, call) -> str:
+    """'' when call() raises expected_type, else what happened (a Checks record)."""
+    try:
+        call()
+    except expected_type:
+        return ""
+    except Exception as error:  # noqa: BLE001  (another type is the failure being reported)
+        return f"raised {type(error).__name__} instead of {expected_type.__name__}: {error}"
+    return f"no error (expected {expected_type.__name__})"
+
+
 def special_values(dtype: torch.dtype) -> list[float]:
     """Values where hand-written kernels go wrong: NaN, infinities, signed zeros, subnormals, extremes,
     the kinks of every op at +-3 and at the hardtanh bounds used in the checks."""

@@ -16,19 +16,9 @@ import torch
 from torch import nn
 
 import hardact_torch as ha
-from checklib import NAMES, mismatch_report
+from checklib import NAMES, mismatch_report, raises
 
 SEED = 37
-
-
-def raises(expected_type, call) -> str:
-    try:
-        call()
-    except expected_type:
-        return ""
-    except Exception as error:  # noqa: BLE001 (reported as the failure)
-        return f"raised {type(error).__name__}: {error}"
-    return f"did not raise {expected_type.__name__}"
 
 
 def block(channels: int = 16) -> nn.Module:

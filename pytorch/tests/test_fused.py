@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import hardact_torch as ha
-from checklib import FLOAT_DTYPES, NAMES, mismatch_report, salted_random
+from checklib import FLOAT_DTYPES, NAMES, mismatch_report, raises, salted_random
 
 ops = torch.ops.hardact
 
@@ -45,16 +45,6 @@ GATE_SHAPES = [((33, 17), (33, 17)), ((9, 5), (9, 5)), ((4, 7, 11), (4, 7, 1)), 
 
 ACTIVATIONS = [("identity", -1.0, 1.0), ("hardsigmoid", -1.0, 1.0), ("hardswish", -1.0, 1.0),
                ("relu6", 0.0, 6.0), ("hardtanh", -0.3, 0.7), ("relu", 0.0, float("inf"))]
-
-
-def raises(expected_type, call) -> str:
-    try:
-        call()
-    except expected_type:
-        return ""
-    except Exception as error:  # noqa: BLE001
-        return f"raised {type(error).__name__} ({error}), expected {expected_type.__name__}"
-    return f"did not raise {expected_type.__name__}"
 
 
 def reference_activation(z: torch.Tensor, activation: str, min_val: float, max_val: float) -> torch.Tensor:

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import hardact_torch as ha
-from checklib import FLOAT_DTYPES, NAMES, mismatch_report, salted_random
+from checklib import FLOAT_DTYPES, NAMES, mismatch_report, raises, salted_random
 
 ops = torch.ops.hardact
 
@@ -49,17 +49,6 @@ REFERENCE_BACKWARD = {
     "hardswish": lambda g, x, *b: torch.ops.aten.hardswish_backward(g, x),
     "relu6": lambda g, x, *b: torch.ops.aten.hardtanh_backward(g, x, 0.0, 6.0),
 }
-
-
-def raises(expected_type, call) -> str:
-    """'' when call() raises expected_type, else what happened."""
-    try:
-        call()
-    except expected_type:
-        return ""
-    except Exception as error:  # noqa: BLE001  (another type is the failure being reported)
-        return f"raised {type(error).__name__} instead of {expected_type.__name__}: {error}"
-    return f"no error (expected {expected_type.__name__})"
 
 
 def layouts(x2d: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
