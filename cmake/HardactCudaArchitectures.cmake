@@ -24,7 +24,7 @@ function(hardact_default_cuda_architectures)
     endif()
   endif()
   # HARDACT_ARCHITECTURES_WITHOUT_GPU: the architectures chosen when no GPU was found to choose for
-  # (the tests then build their device code as PTX, see tests/CMakeLists.txt), else empty.
+  # (the device tests are then built only to prove they compile, see tests/CMakeLists.txt), else empty.
   set(_without_gpu "")
   if(NOT _architectures)
     set(_architectures 90)
