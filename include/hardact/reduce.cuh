@@ -5,6 +5,7 @@
 
 #include <hardact/dispatch/dispatch_transform.cuh>
 #include <hardact/dispatch/operands.cuh>
+#include <hardact/kernel/summed_transform_kernel.cuh>
 #include <hardact/kernel/tuning.cuh>
 #include <hardact/numeric/conversions.cuh>
 #include <hardact/numeric/fast_divmod.cuh>
@@ -23,10 +24,6 @@
 
 namespace hardact {
 namespace detail {
-
-/// Channel sums accumulate in float, or double when the input is double.
-template <class T>
-using accumulate_t = cuda::std::conditional_t<cuda::std::is_same_v<compute_t<T>, double>, double, float>;
 
 /// Stage 1: partial[chunk][j] = sum of in[r][j] over the chunk's rows r of the [outer, row] view.
 /// Consecutive j are consecutive threads, so every row is read coalesced.

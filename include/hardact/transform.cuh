@@ -2,6 +2,7 @@
 /// @brief Public launchers: hardact::transform and the hardsigmoid / hardtanh shorthands.
 #pragma once
 
+#include <hardact/dispatch/dispatch_summed.cuh>
 #include <hardact/dispatch/dispatch_transform.cuh>
 #include <hardact/operand.cuh>
 #include <hardact/policies.cuh>
@@ -45,6 +46,33 @@ cudaError_t transform(Op op, const TIn* in, TOut* out, std::size_t n, cudaStream
   return detail::dispatch_operands<VecWidth>(op, n, stream, out, in);
 }
 
+/// @brief One input, and the sums of the outputs: `out` an OutputWithSums (operand.cuh), e.g.
+///        `transform(HardSwish{}, x, with_channel_sums(y, sums, C), n)` writes y = hardswish(x) over
+///        a row-major [rows, C] array and the C column sums of y. Every overload takes an
+///        OutputWithSums in place of its output pointer.
+///
+/// One pass over the inputs and outputs (a second, small one adds partial sums where a sum
+/// gathers more than one block's share), deterministic: the same call gives the same bits. Same
+/// contract as the pointer overloads, and cudaErrorInvalidValue, nothing launched, for a malformed
+/// OutputWithSums (inner or period 0, a span not a multiple of inner * period) whatever n; for
+/// n > 0, for n not a whole number of spans, null or misaligned sums, sums that share memory with
+/// the outputs, an input or a broadcast's values, or temporary storage smaller than
+/// temp_storage_bytes(output, n) (or misaligned for the accumulation type).
+template <int VecWidth = 0, class Op, class TIn, class TOut, class TSum>
+cudaError_t transform(Op op, const TIn* in, OutputWithSums<TOut, TSum> out, std::size_t n,
+                      cudaStream_t stream = nullptr) {
+  return detail::dispatch_operands<VecWidth>(op, n, stream, out, in);
+}
+
+/// @brief Bytes of device memory a transform call of n elements writing `output` needs in
+///        output.temp_storage: 0 where every sum is added up by one block, as for the per-(n, c)
+///        sums of a batch of images; the partial sums otherwise (a sum over a long span). Depends on
+///        the shape only, not on the device or the pointers.
+template <class T, class TSum>
+std::size_t temp_storage_bytes(const OutputWithSums<T, TSum>& output, std::size_t n) {
+  return detail::summed_temp_storage_bytes(output, n);
+}
+
 /// @brief Two inputs: out[i] = op(a[i], b[i]) (e.g. a backward policy with grad and x, or
 ///        `chain(Add{}, HardSwish{})` with x and a residual).
 ///
@@ -61,9 +89,9 @@ cudaError_t transform(Op op, const TIn* in, TOut* out, std::size_t n, cudaStream
 /// launched, for `inner` or `period` 0 (a SampleBroadcast also for a span that is 0 or not a
 /// multiple of inner * period), whatever n; and, when n > 0, for a null or misaligned `values`,
 /// values inside the output, or n > 2^63.
-template <int VecWidth = 0, class Op, class A, class B, class TOut,
-          std::enable_if_t<detail::is_operand_v<A> && detail::is_operand_v<B>, int> = 0>
-cudaError_t transform(Op op, A a, B b, TOut* out, std::size_t n, cudaStream_t stream = nullptr) {
+template <int VecWidth = 0, class Op, class A, class B, class Out,
+          std::enable_if_t<detail::is_operand_v<A> && detail::is_operand_v<B> && detail::is_output_v<Out>, int> = 0>
+cudaError_t transform(Op op, A a, B b, Out out, std::size_t n, cudaStream_t stream = nullptr) {
   return detail::dispatch_operands<VecWidth>(op, n, stream, out, a, b);
 }
 
@@ -71,18 +99,20 @@ cudaError_t transform(Op op, A a, B b, TOut* out, std::size_t n, cudaStream_t st
 ///        inference BatchNorm with its activation over NCHW,
 ///        `transform(scale_shift_activation(HardSwish{}), x, per_channel(scale, C, H * W),
 ///        per_channel(shift, C, H * W), y, n)`. Same contract as the two-input overload.
-template <int VecWidth = 0, class Op, class A, class B, class C, class TOut,
-          std::enable_if_t<detail::is_operand_v<A> && detail::is_operand_v<B> && detail::is_operand_v<C>, int> = 0>
-cudaError_t transform(Op op, A a, B b, C c, TOut* out, std::size_t n, cudaStream_t stream = nullptr) {
+template <int VecWidth = 0, class Op, class A, class B, class C, class Out,
+          std::enable_if_t<detail::is_operand_v<A> && detail::is_operand_v<B> && detail::is_operand_v<C> &&
+                               detail::is_output_v<Out>,
+                           int> = 0>
+cudaError_t transform(Op op, A a, B b, C c, Out out, std::size_t n, cudaStream_t stream = nullptr) {
   return detail::dispatch_operands<VecWidth>(op, n, stream, out, a, b, c);
 }
 
 /// @brief Four inputs, pointers or Broadcasts: out[i] = op(a[i], b[i], c[i], d[i]). Same contract.
-template <int VecWidth = 0, class Op, class A, class B, class C, class D, class TOut,
+template <int VecWidth = 0, class Op, class A, class B, class C, class D, class Out,
           std::enable_if_t<detail::is_operand_v<A> && detail::is_operand_v<B> && detail::is_operand_v<C> &&
-                               detail::is_operand_v<D>,
+                               detail::is_operand_v<D> && detail::is_output_v<Out>,
                            int> = 0>
-cudaError_t transform(Op op, A a, B b, C c, D d, TOut* out, std::size_t n, cudaStream_t stream = nullptr) {
+cudaError_t transform(Op op, A a, B b, C c, D d, Out out, std::size_t n, cudaStream_t stream = nullptr) {
   return detail::dispatch_operands<VecWidth>(op, n, stream, out, a, b, c, d);
 }
 

@@ -74,10 +74,13 @@ inline constexpr int kVectorsPerThread =
 template <int RequestedWidth, class Op, class Broadcasts, class TOut, class... TIn>
 cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts,
                                TOut* out, const TIn*... in);
-template <int RequestedWidth, class Op, class TOut, class... Operand, std::size_t... F, std::size_t... B>
-cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, TOut* out,
+template <int RequestedWidth, class Op, class Out, class... Operand, std::size_t... F, std::size_t... B>
+cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, const Out& out,
                            const cuda::std::tuple<Operand...>& operands, cuda::std::index_sequence<F...>,
                            cuda::std::index_sequence<B...>);
+template <int RequestedWidth, class Op, class Broadcasts, class TOut, class TSum, class... TIn>
+cudaError_t dispatch_summed(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts,
+                            const OutputWithSums<TOut, TSum>& output, const TIn*... in);  // dispatch_summed.cuh
 template <int Width, class... T>
 int widest_aligned_width(const T*... pointers);
 template <int Width, class Op, class Broadcasts, class TOut, class... TIn>
@@ -89,16 +92,32 @@ cudaError_t launch_staged_units(const Op& op, std::size_t n, const StagedShape& 
 
 // ---- The entry point ----
 
+/// The path of a call whose broadcast operands are prepared: the summing path (dispatch_summed.cuh)
+/// for an OutputWithSums, dispatch_transform for an output pointer.
+template <int RequestedWidth, class Op, class Broadcasts, class TOut, class... TIn>
+cudaError_t dispatch_prepared(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts, TOut* out,
+                              const TIn*... in) {
+  return dispatch_transform<RequestedWidth>(op, n, stream, broadcasts, out, in...);
+}
+template <int RequestedWidth, class Op, class Broadcasts, class TOut, class TSum, class... TIn>
+cudaError_t dispatch_prepared(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts,
+                              const OutputWithSums<TOut, TSum>& output, const TIn*... in) {
+  return dispatch_summed<RequestedWidth>(op, n, stream, broadcasts, output, in...);
+}
+
 /// The launchers' entry: operands are pointers to full-length inputs (at least one) and
-/// Broadcasts, in the order the policy takes their values. Without broadcasts this is
-/// dispatch_transform itself, so those calls run exactly the kernels they always did.
-template <int RequestedWidth, class Op, class TOut, class... Operand>
-cudaError_t dispatch_operands(const Op& op, std::size_t n, cudaStream_t stream, TOut* out, const Operand&... operands) {
+/// Broadcasts, in the order the policy takes their values; the output a pointer or an
+/// OutputWithSums. Without broadcasts and sums this is dispatch_transform itself, so those calls
+/// run exactly the kernels they always did.
+template <int RequestedWidth, class Op, class Out, class... Operand>
+cudaError_t dispatch_operands(const Op& op, std::size_t n, cudaStream_t stream, const Out& out,
+                              const Operand&... operands) {
   static_assert((is_operand_v<Operand> && ...), "hardact: an input is a device pointer or a hardact::Broadcast");
+  static_assert(is_output_v<Out>, "hardact: the output is a device pointer or a hardact::OutputWithSums");
   using Split = OperandSplit<Operand...>;
   static_assert(Split::kFull >= 1, "hardact: transform needs at least one full-length input");
   if constexpr (Split::kBroadcasts == 0) {
-    return dispatch_transform<RequestedWidth>(op, n, stream, NoBroadcasts{}, out, full_operand(operands)...);
+    return dispatch_prepared<RequestedWidth>(op, n, stream, NoBroadcasts{}, out, full_operand(operands)...);
   } else {
     return dispatch_split<RequestedWidth>(op, n, stream, out, cuda::std::tuple<Operand...>{operands...},
                                           cuda::std::make_index_sequence<Split::kFull>{},
@@ -109,8 +128,8 @@ cudaError_t dispatch_operands(const Op& op, std::size_t n, cudaStream_t stream, 
 /// dispatch_operands with broadcast operands: checks them (a malformed one whatever n, then their
 /// pointers for n >= 1), prepares them for the kernels and passes the full-length inputs on, the
 /// policy wrapped so that it still gets its values in the user's order.
-template <int RequestedWidth, class Op, class TOut, class... Operand, std::size_t... F, std::size_t... B>
-cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, TOut* out,
+template <int RequestedWidth, class Op, class Out, class... Operand, std::size_t... F, std::size_t... B>
+cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, const Out& out,
                            const cuda::std::tuple<Operand...>& operands, cuda::std::index_sequence<F...>,
                            cuda::std::index_sequence<B...>) {
   using Split = OperandSplit<Operand...>;
@@ -118,21 +137,23 @@ cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, TOu
     return cuda::std::get<Split::position(decltype(k)::value, true)>(operands);
   };
   // A malformed policy or operand is refused whatever n; then n == 0 is done, no pointer looked at.
-  if (!policy_is_valid(op)) return cudaErrorInvalidValue;
+  if (!policy_is_valid(op) || !output_is_well_formed(out)) return cudaErrorInvalidValue;
   if (!(is_well_formed(broadcast_at(cuda::std::integral_constant<std::size_t, B>{})) && ...)) {
     return cudaErrorInvalidValue;
   }
   if (n == 0) return cudaSuccess;
   if (n > kMaxBroadcastElements) return cudaErrorInvalidValue;
-  if (!(is_usable_broadcast(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n, out) && ...)) {
+  if (!((is_usable_broadcast(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n, output_values(out)) &&
+         clear_of_sums(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n, out)) &&
+        ...)) {
     return cudaErrorInvalidValue;
   }
   auto broadcasts =
       cuda::std::make_tuple(prepare_broadcast(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n)...);
   share_locations(broadcasts, cuda::std::make_index_sequence<Split::kBroadcasts>{});
   const OperandOrder<Op, is_broadcast<Operand>::value...> ordered{op};
-  return dispatch_transform<RequestedWidth>(ordered, n, stream, broadcasts, out,
-                                            full_operand(cuda::std::get<Split::position(F, false)>(operands))...);
+  return dispatch_prepared<RequestedWidth>(ordered, n, stream, broadcasts, out,
+                                           full_operand(cuda::std::get<Split::position(F, false)>(operands))...);
 }
 
 // ---- The launch contract and the path ----

@@ -127,6 +127,81 @@ bool overlaps_unsafely(const TOut* out, const TIn* in, std::size_t n) {
   return overlap && !in_place;
 }
 
+// ---- The output operand ----
+
+template <class T>
+struct is_output_with_sums : cuda::std::false_type {};
+template <class T, class TSum>
+struct is_output_with_sums<OutputWithSums<T, TSum>> : cuda::std::true_type {};
+
+/// What a launcher accepts as its output: a pointer, or an OutputWithSums.
+template <class T>
+inline constexpr bool is_output_v = cuda::std::is_pointer_v<T> || is_output_with_sums<T>::value;
+
+/// The n outputs of either kind of output operand.
+template <class T>
+T* output_values(T* out) {
+  return out;
+}
+template <class T, class TSum>
+T* output_values(const OutputWithSums<T, TSum>& output) {
+  return output.values;
+}
+
+/// An OutputWithSums's shape, whatever n: inner and period at least 1, span 0 or whole runs of
+/// inner * period.
+template <class T, class TSum>
+bool is_well_formed(const OutputWithSums<T, TSum>& o) {
+  if (o.inner == 0 || o.period == 0 || o.period > kMaxBroadcastElements / o.inner) return false;
+  return o.span == 0 || o.span % (o.inner * o.period) == 0;
+}
+
+/// Whether an output operand's shape is well formed: always for a pointer.
+template <class T>
+bool output_is_well_formed(T*) {
+  return true;
+}
+template <class T, class TSum>
+bool output_is_well_formed(const OutputWithSums<T, TSum>& o) {
+  return is_well_formed(o);
+}
+
+/// The sums a well-formed OutputWithSums holds for a call of n elements (period per span).
+template <class T, class TSum>
+std::size_t sums_count(const OutputWithSums<T, TSum>& o, std::size_t n) {
+  const std::size_t span = o.span == 0 ? n : o.span;
+  return span == 0 ? 0 : o.period * ((n + span - 1) / span);
+}
+
+/// Ranges [a, a + count_a) and [b, b + count_b) share a byte.
+template <class A, class B>
+bool ranges_overlap(const A* a, std::size_t count_a, const B* b, std::size_t count_b) {
+  const std::uintptr_t a_begin = address_of(a), a_end = a_begin + count_a * sizeof(A);
+  const std::uintptr_t b_begin = address_of(b), b_end = b_begin + count_b * sizeof(B);
+  return a_begin < b_end && b_begin < a_end;
+}
+
+/// The values a broadcast operand holds for a call of n >= 1 elements.
+template <class T>
+std::size_t broadcast_value_count(const Broadcast<T>& b, std::size_t) {
+  return b.period;
+}
+template <class T>
+std::size_t broadcast_value_count(const SampleBroadcast<T>& b, std::size_t n) {
+  return ((n - 1) / b.span + 1) * b.period;
+}
+
+/// A broadcast operand's values clear of a summing call's sums, which the kernels write while
+/// other blocks still read the values; nothing to check for a plain output.
+template <class B, class TOut>
+bool clear_of_sums(const B&, std::size_t, TOut*) {
+  return true;
+}
+template <class B, class T, class TSum>
+bool clear_of_sums(const B& b, std::size_t n, const OutputWithSums<T, TSum>& output) {
+  return !ranges_overlap(b.values, broadcast_value_count(b, n), output.sums, sums_count(output, n));
+}
+
 // ---- Broadcast operands: checked, then prepared for the kernels ----
 
 /// Values the kernels can read for a call of n elements writing `out`: non-null and aligned,

@@ -132,6 +132,27 @@ inline constexpr std::size_t kPrefetchedBroadcastBytes = HARDACT_STAGED_PREFETCH
 /// between the two cards measured (TUNING.md#two-rows-per-tile).
 inline constexpr double kTwoRowsMinBandwidthPerMultiprocessor = 30e9;
 
+// ---- The summing path (kernel/summed_transform_kernel.cuh; TUNING.md#summing-path) ----
+
+/// Threads per block of the summing kernels and of the partial sums' kernel.
+inline constexpr int kSummedBlockThreads = 256;
+inline constexpr int kSummedPartialsBlockThreads = 256;
+/// Vectors each thread loads before it computes, so that several loads are in flight.
+#ifndef HARDACT_SUMMED_VECTORS_IN_FLIGHT
+#define HARDACT_SUMMED_VECTORS_IN_FLIGHT 4
+#endif
+inline constexpr int kSummedVectorsInFlight = HARDACT_SUMMED_VECTORS_IN_FLIGHT;
+/// Resident blocks the summing kernels' launch bounds ask for: 3, at most 85 registers a thread.
+#ifndef HARDACT_SUMMED_MIN_BLOCKS
+#define HARDACT_SUMMED_MIN_BLOCKS 3
+#endif
+inline constexpr int kSummedMinBlocks = HARDACT_SUMMED_MIN_BLOCKS;
+/// A chunk of the rows form: at least this many elements and rows (TUNING.md#summing-path); at
+/// most this many chunks per span (each a partial sum per channel).
+inline constexpr std::size_t kSummedChunkElements = 8192;
+inline constexpr std::size_t kSummedLeastChunkRows = 16;
+inline constexpr std::size_t kSummedMostChunks = 1024;
+
 // ---- channel_sum (reduce.cuh) ----
 
 /// Threads of channel_sum's first pass: about a full GPU's worth, each summing whole rows.

@@ -32,6 +32,17 @@ struct MultiplyAdd {
   }
 };
 
+/// y = x * scale + shift + residual, each step rounded as PyTorch's `bn(x) + residual` rounds it
+/// in float (the product, then the shift, then the residual; never an FMA). The first step of
+/// scale_shift_residual_activation.
+struct MultiplyAddAdd {
+  template <class T>
+  __host__ __device__ T operator()(T x, T scale, T shift, T residual) const {
+    const compute_t<T> folded = detail::add_rn(detail::mul_rn(to_compute(x), to_compute(scale)), to_compute(shift));
+    return from_compute<T>(detail::add_rn(folded, to_compute(residual)));
+  }
+};
+
 /// activation(x + bias): called as op(x, bias), bias usually `per_channel(b, columns)` over a
 /// row-major [rows, columns] array (a GEMM's output; cuBLASLt's epilogues have no HardSwish or
 /// HardSigmoid). In float, bit for bit PyTorch's `F.hardswish(x + b)`; on half and bfloat16 the sum
@@ -56,6 +67,16 @@ __host__ __device__ constexpr Chain<Add, Activation> residual_activation(Activat
 template <class Activation>
 __host__ __device__ constexpr Chain<MultiplyAdd, Activation> scale_shift_activation(Activation activation) {
   return chain(MultiplyAdd{}, activation);
+}
+
+/// activation(x * scale + shift + residual): called as op(x, scale, shift, residual), an inference
+/// BatchNorm, the residual add after it and an activation (identity for MobileNet's linear
+/// bottleneck) in one pass; scale and shift usually per_channel broadcasts, the residual
+/// full-length. In float, bit for bit `act(x * scale + shift + residual)`; half and bfloat16 round
+/// once.
+template <class Activation>
+__host__ __device__ constexpr Chain<MultiplyAddAdd, Activation> scale_shift_residual_activation(Activation activation) {
+  return chain(MultiplyAddAdd{}, activation);
 }
 
 /// Squeeze-excitation gating, y = x * hardsigmoid(gate): called as op(x, gate), gate usually a

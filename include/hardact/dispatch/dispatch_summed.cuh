@@ -1,0 +1,250 @@
+/// @file dispatch_summed.cuh
+/// @brief The summing path's dispatch: a transform call whose output is an OutputWithSums
+///        (operand.cuh) is checked, laid out from its shape alone (summed_layout: which form, how
+///        many partial sums), given the widest vector its pointers allow, and launched on
+///        kernel/summed_transform_kernel.cuh. Nothing here synchronises or allocates.
+#pragma once
+
+#include <hardact/dispatch/device_properties.cuh>
+#include <hardact/dispatch/dispatch_transform.cuh>
+#include <hardact/dispatch/operands.cuh>
+#include <hardact/kernel/summed_transform_kernel.cuh>
+#include <hardact/kernel/tuning.cuh>
+#include <hardact/operand.cuh>
+#include <hardact/policy/validity.cuh>
+
+#include <cuda/std/tuple>
+#include <cuda/std/type_traits>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+namespace hardact {
+namespace detail {
+
+inline std::size_t greatest_common_divisor(std::size_t a, std::size_t b) {
+  while (b != 0) {
+    const std::size_t r = a % b;
+    a = b;
+    b = r;
+  }
+  return a;
+}
+
+/// Lays a well-formed call of n >= 1 elements out: false when n is not a whole number of spans.
+/// Rows (inner 1) take chunks of at least one round of kSummedVectorsInFlight vectors a thread of
+/// the rows form at the output's 16-byte width (`nominal_width` elements), kSummedChunkElements
+/// elements and kSummedLeastChunkRows rows (so that the partial sums stay a few percent of the
+/// bytes), whole numbers of groups at every width up to 16, and at most kSummedMostChunks per span; runs (inner > 1) give one partial sum per run. Shape and output type only: the same call
+/// has the same partial sums, and the same temporary storage, on every device.
+inline bool summed_layout(std::size_t n, std::size_t inner, std::size_t period, std::size_t span,
+                          std::size_t nominal_width, SummedLayout& layout) {
+  const std::size_t span_elements = span == 0 ? n : span;
+  if (n % span_elements != 0 || span_elements % (inner * period) != 0) return false;
+  layout = SummedLayout{};
+  layout.n = n;
+  layout.inner = inner;
+  layout.period = period;
+  layout.span = span_elements;
+  layout.entries = period * (n / span_elements);
+  if (inner == 1) {
+    layout.rows_per_span = span_elements / period;
+    const std::size_t threads = static_cast<std::size_t>(kSummedBlockThreads);
+    const std::size_t group_rows = nominal_width / greatest_common_divisor(period, nominal_width);
+    const std::size_t group_vectors = period * group_rows / nominal_width;
+    const std::size_t lanes = group_vectors < threads ? threads / group_vectors : 1;
+    const std::size_t whole = 16 / greatest_common_divisor(period, 16);  // rows of a group at width 16
+    std::size_t rows = lanes * static_cast<std::size_t>(kSummedVectorsInFlight) * group_rows;
+    rows = std::max({rows, (kSummedChunkElements + period - 1) / period, kSummedLeastChunkRows});
+    rows = (rows + whole - 1) / whole * whole;
+    std::size_t chunks = (layout.rows_per_span + rows - 1) / rows;
+    if (chunks > kSummedMostChunks) {
+      rows = ((layout.rows_per_span + kSummedMostChunks - 1) / kSummedMostChunks + whole - 1) / whole * whole;
+      chunks = (layout.rows_per_span + rows - 1) / rows;
+    }
+    layout.rows_per_chunk = chunks > 1 ? rows : layout.rows_per_span;
+    layout.parts = chunks;
+  } else {
+    layout.runs_per_span = span_elements / inner;
+    layout.parts = layout.runs_per_span / period;
+  }
+  return true;
+}
+
+/// The width summed_layout lays a call out for: one 16-byte access of the output type.
+template <class T>
+inline constexpr std::size_t kNominalSummedWidth = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
+
+/// Bytes of temporary storage a summing call of n elements needs: its partial sums, when there is
+/// more than one per sum; 0 otherwise, and for a malformed call (which the launcher refuses).
+template <class T, class TSum>
+std::size_t summed_temp_storage_bytes(const OutputWithSums<T, TSum>& output, std::size_t n) {
+  SummedLayout layout;
+  if (n == 0 || !is_well_formed(output) || !summed_layout(n, output.inner, output.period, output.span, kNominalSummedWidth<T>, layout)) {
+    return 0;
+  }
+  return layout.parts > 1 ? layout.entries * layout.parts * sizeof(accumulate_t<T>) : 0;
+}
+
+/// The rows form's geometry at `Width`, or false where the span is not whole groups or a group is
+/// wider than a block without Width dividing the period.
+template <int Width, int BlockThreads>
+bool rows_geometry(const SummedLayout& layout, RowsGeometry& geometry) {
+  const std::size_t width = static_cast<std::size_t>(Width);
+  if (layout.period > SIZE_MAX / width) return false;
+  const std::size_t group = layout.period / greatest_common_divisor(layout.period, width) * width;
+  if (layout.span % group != 0) return false;
+  const std::size_t group_vectors = group / width;
+  const std::size_t threads = static_cast<std::size_t>(BlockThreads);
+  if (group_vectors > threads && layout.period % width != 0) return false;
+  if (group_vectors > UINT32_MAX) return false;
+  geometry.group_elements = group;
+  geometry.group_vectors = static_cast<std::uint32_t>(group_vectors);
+  geometry.columns = static_cast<std::uint32_t>(group_vectors < threads ? group_vectors : threads);
+  geometry.lanes = static_cast<std::uint32_t>(threads / geometry.columns);
+  geometry.slices = static_cast<std::uint32_t>((group_vectors + geometry.columns - 1) / geometry.columns);
+  return true;
+}
+
+/// Whether every broadcast operand gives a thread of the rows form the same values in every group:
+/// a run of one element (inner 1) whose period divides a group, and, for a SampleBroadcast, whose
+/// span is whole spans of the call (one span per block). Those values are then loaded once per
+/// thread (TUNING.md#summing-path).
+template <class... D>
+bool hoisted_in_rows(const cuda::std::tuple<D...>& broadcasts, std::size_t group_elements, std::size_t span) {
+  bool hoisted = true;
+  cuda::std::apply(
+      [&](const D&... b) {
+        ((hoisted = hoisted && b.inner.divisor == 1 && group_elements % b.period.divisor == 0 &&
+                    (!D::kSpanned || b.span_length() % span == 0)),
+         ...);
+      },
+      broadcasts);
+  return hoisted;
+}
+
+/// Whether every broadcast operand has one value for each run of `inner` elements: runs of whole
+/// multiples of inner. Those values are then loaded once per run.
+template <class... D>
+bool hoisted_in_runs(const cuda::std::tuple<D...>& broadcasts, std::size_t inner) {
+  bool hoisted = true;
+  cuda::std::apply([&](const D&... b) { ((hoisted = hoisted && b.inner.divisor % inner == 0), ...); }, broadcasts);
+  return hoisted;
+}
+
+template <int Width, class... T>
+bool all_vector_aligned(const T*... pointers) {
+  return ((address_of(pointers) % kVectorAlignment<T, Width> == 0) && ...);
+}
+
+/// Launches the summing kernels at the widest width from `Width` down that the pointers and the
+/// layout allow (width 1 always does), then adds the partial sums where there are several.
+template <int Width, class Op, class Broadcasts, class Acc, class TSum, class TOut, class... TIn>
+cudaError_t launch_summed(const Op& op, const SummedLayout& layout, const DeviceProperties& device, cudaStream_t stream,
+                          const Broadcasts& broadcasts, const SumSink<Acc, TSum>& sink, TOut* out, const TIn*... in) {
+  constexpr int kThreads = kSummedBlockThreads;
+  if constexpr (Width > 1) {
+    const bool aligned = all_vector_aligned<Width>(static_cast<const TOut*>(out), in...);
+    RowsGeometry geometry{};
+    const bool fits = layout.inner == 1 ? rows_geometry<Width, kThreads>(layout, geometry)
+                                        : layout.inner % static_cast<std::size_t>(Width) == 0;
+    if (!aligned || !fits) return launch_summed<Width / 2>(op, layout, device, stream, broadcasts, sink, out, in...);
+  }
+  const std::size_t max_blocks = static_cast<std::size_t>(device.max_grid_dim_x);
+  const Broadcasts located = with_access<Width>(broadcasts, 0);
+  constexpr bool kHasBroadcasts = cuda::std::tuple_size_v<Broadcasts> > 0;
+  cudaLaunchConfig_t config{};
+  config.blockDim = dim3(kThreads);
+  config.stream = stream;
+  cudaError_t status = cudaSuccess;
+  if (layout.inner == 1) {
+    RowsGeometry geometry{};
+    rows_geometry<Width, kThreads>(layout, geometry);
+    const std::size_t blocks = (layout.n / layout.span) * layout.parts * geometry.slices;
+    config.gridDim = dim3(static_cast<unsigned int>(blocks < max_blocks ? blocks : max_blocks));
+    if (kHasBroadcasts && hoisted_in_rows(located, geometry.group_elements, layout.span)) {
+      status = cudaLaunchKernelEx(&config,
+                                  summed_rows_kernel<kThreads, Width, true, Op, Broadcasts, Acc, TSum, TOut, TIn...>, op,
+                                  layout, geometry, located, sink, out, in...);
+    } else {
+      status = cudaLaunchKernelEx(
+          &config, summed_rows_kernel<kThreads, Width, false, Op, Broadcasts, Acc, TSum, TOut, TIn...>, op,
+          layout, geometry, located, sink, out, in...);
+    }
+  } else {
+    const std::size_t vectors_per_run = layout.inner / static_cast<std::size_t>(Width);
+    const std::size_t wanted_lanes =
+        (vectors_per_run + kSummedVectorsInFlight - 1) / static_cast<std::size_t>(kSummedVectorsInFlight);
+    std::uint32_t team = 1;
+    while (team < 32 && team < wanted_lanes) team *= 2;
+    const std::size_t runs = layout.n / layout.inner;
+    const std::size_t runs_per_block = static_cast<std::size_t>(kThreads) / team;
+    const std::size_t blocks = (runs + runs_per_block - 1) / runs_per_block;
+    config.gridDim = dim3(static_cast<unsigned int>(blocks < max_blocks ? blocks : max_blocks));
+    if (kHasBroadcasts && hoisted_in_runs(located, layout.inner)) {
+      status = cudaLaunchKernelEx(&config,
+                                  summed_runs_kernel<kThreads, Width, true, Op, Broadcasts, Acc, TSum, TOut, TIn...>, op,
+                                  layout, team, located, sink, out, in...);
+    } else {
+      status = cudaLaunchKernelEx(
+          &config, summed_runs_kernel<kThreads, Width, false, Op, Broadcasts, Acc, TSum, TOut, TIn...>, op,
+          layout, team, located, sink, out, in...);
+    }
+  }
+  if (status != cudaSuccess || layout.parts == 1) return status;
+  const std::size_t warps_per_block = static_cast<std::size_t>(kSummedPartialsBlockThreads) / 32;
+  const std::size_t blocks = (layout.entries + warps_per_block - 1) / warps_per_block;
+  config.gridDim = dim3(static_cast<unsigned int>(blocks < max_blocks ? blocks : max_blocks));
+  config.blockDim = dim3(kSummedPartialsBlockThreads);
+  return cudaLaunchKernelEx(&config, sum_partials_kernel<Acc, TSum>, static_cast<const Acc*>(sink.partials),
+                            layout.parts, layout.entries, sink.scale, sink.sums);
+}
+
+/// The launch contract of a summing call with full-length inputs `in` and prepared `broadcasts`:
+/// dispatch_transform's checks, then the sums' (a malformed OutputWithSums whatever n; for n >= 1
+/// a whole number of spans, usable sums clear of every array, enough temporary storage), then
+/// the launch.
+template <int RequestedWidth, class Op, class Broadcasts, class TOut, class TSum, class... TIn>
+cudaError_t dispatch_summed(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts,
+                            const OutputWithSums<TOut, TSum>& output, const TIn*... in) {
+  static_assert(sizeof...(TIn) >= 1, "hardact: transform needs at least one full-length input");
+  static_assert(!cuda::std::is_const_v<TOut> && !cuda::std::is_const_v<TSum>,
+                "hardact: the outputs and sums must not be const");
+  static_assert(cuda::std::is_trivially_copyable_v<TOut> && (cuda::std::is_trivially_copyable_v<TIn> && ...),
+                "hardact: element types must be trivially copyable");
+  using Acc = accumulate_t<TOut>;
+  constexpr int kWidth = VectorWidth<RequestedWidth, TOut, TIn...>::value;
+
+  if (!policy_is_valid(op) || !is_well_formed(output)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  SummedLayout layout;
+  if (!summed_layout(n, output.inner, output.period, output.span, kNominalSummedWidth<TOut>, layout)) {
+    return cudaErrorInvalidValue;
+  }
+  TOut* const out = output.values;
+  if (!is_usable_range(out, n) || !(is_usable_range(in, n) && ...)) return cudaErrorInvalidValue;
+  if ((overlaps_unsafely(out, in, n) || ...)) return cudaErrorInvalidValue;
+  if (!is_usable_range(output.sums, layout.entries) || ranges_overlap(output.sums, layout.entries, out, n) ||
+      (ranges_overlap(output.sums, layout.entries, in, n) || ...)) {
+    return cudaErrorInvalidValue;
+  }
+  const std::size_t temp_bytes = layout.parts > 1 ? layout.entries * layout.parts * sizeof(Acc) : 0;
+  if (temp_bytes > 0 && (output.temp_storage == nullptr || output.temp_storage_bytes < temp_bytes ||
+                         address_of(output.temp_storage) % alignof(Acc) != 0)) {
+    return cudaErrorInvalidValue;
+  }
+#ifdef HARDACT_CHECK_POINTER_DEVICES  // opt-in: refuse pointers the current device cannot reach
+  if (const cudaError_t access = check_pointer_devices(out, in...); access != cudaSuccess) return access;
+#endif
+  DeviceProperties device;
+  const cudaError_t status = current_device_properties(device);
+  if (status != cudaSuccess) return status;
+  const SumSink<Acc, TSum> sink{output.sums, static_cast<Acc*>(output.temp_storage), static_cast<Acc>(output.scale),
+                                layout.entries, layout.parts};
+  return launch_summed<kWidth>(op, layout, device, stream, broadcasts, sink, out, in...);
+}
+
+}  // namespace detail
+}  // namespace hardact
