@@ -11,14 +11,16 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace hardact_bench {
 
 /// memcpy is always the first contender of a case and hardact the second.
-enum class Contender { memcpy, hardact, hardact_direct, hardact_staged, cub, unfused };
+enum class Contender { memcpy, hardact, hardact_direct, hardact_staged, cub, unfused, plain };
 
 inline const char* contender_name(Contender c) {
   switch (c) {
@@ -28,6 +30,7 @@ inline const char* contender_name(Contender c) {
     case Contender::hardact_staged: return "hardact_staged";
     case Contender::cub: return "cub";
     case Contender::unfused: return "unfused";
+    case Contender::plain: return "plain";
   }
   return "unknown";
 }
@@ -102,6 +105,74 @@ inline void run_interleaved(benchmark::State& state, const InterleavedCase& c, i
   state.counters["reps"] = benchmark::Counter(reps);
   state.SetBytesProcessed(static_cast<std::int64_t>(c.job_bytes));
   if (c.modified_slot >= 0) DeviceBufferPool::instance().mark_modified(c.modified_slot);
+}
+
+// ---- Device memory for a case, and the bit-for-bit check ----
+
+/// One cudaMalloc'd block, freed with the case.
+class DeviceAllocation {
+ public:
+  DeviceAllocation() = default;
+  DeviceAllocation(const DeviceAllocation&) = delete;
+  DeviceAllocation& operator=(const DeviceAllocation&) = delete;
+  ~DeviceAllocation() {
+    if (data_ != nullptr) (void)cudaFree(data_);
+  }
+  cudaError_t allocate(std::size_t bytes) {
+    const cudaError_t status = cudaMalloc(&data_, std::max<std::size_t>(bytes, 1));
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      data_ = nullptr;
+    }
+    return status;
+  }
+  template <class U>
+  U* as() const {
+    return static_cast<U*>(data_);
+  }
+
+ private:
+  void* data_ = nullptr;
+};
+
+/// *count += elements i < n whose bits differ between a and b.
+template <class Bits>
+__global__ void count_different_kernel(const Bits* a, const Bits* b, std::size_t n, unsigned long long* count) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  unsigned long long local = 0;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    local += a[i] != b[i] ? 1u : 0u;
+  }
+  for (int offset = 16; offset > 0; offset /= 2) local += __shfl_down_sync(0xffffffffu, local, offset);
+  if (threadIdx.x % 32 == 0 && local != 0) atomicAdd(count, local);
+}
+
+/// Elements of a and b (n each, device) whose bits differ; `scratch` is one device counter.
+template <class T>
+cudaError_t count_mismatches(const T* a, const T* b, std::size_t n, unsigned long long* scratch,
+                             unsigned long long& mismatches) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "compared as 16-, 32- or 64-bit words");
+  using Bits = std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                  std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
+  const cudaStream_t stream = bench_stream();
+  cudaError_t status = cudaMemsetAsync(scratch, 0, sizeof(unsigned long long), stream);
+  if (status != cudaSuccess) return status;
+  constexpr unsigned int kThreads = 256;
+  const unsigned int blocks = static_cast<unsigned int>(
+      std::clamp<std::size_t>((n + kThreads - 1) / kThreads, 1, 65536));
+  count_different_kernel<Bits><<<blocks, kThreads, 0, stream>>>(reinterpret_cast<const Bits*>(a),
+                                                                 reinterpret_cast<const Bits*>(b), n, scratch);
+  status = cudaGetLastError();
+  if (status == cudaSuccess) status = cudaMemcpyAsync(&mismatches, scratch, sizeof(mismatches), cudaMemcpyDeviceToHost, stream);
+  if (status == cudaSuccess) status = cudaStreamSynchronize(stream);
+  return status;
+}
+
+/// Prints to stderr how many of a contender's outputs differ from hardact's, when any do.
+inline void report_mismatches(const std::string& name, const char* contender, unsigned long long mismatches, std::size_t n) {
+  if (mismatches == 0) return;
+  std::fprintf(stderr, "hardact_bench: %s: %llu of %zu elements of %s's output differ from hardact's\n", name.c_str(),
+               mismatches, n, contender);
 }
 
 /// Launches hardact::transform on the forced path (or the automatic one).
