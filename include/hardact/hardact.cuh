@@ -3,10 +3,12 @@
 ///
 /// Layers, from the outside in; each includes only the layers below it:
 ///   transform.cuh                  launchers (cudaError_t, stream last)
-///   operand.cuh                    broadcast operands (bias, per-channel scale/shift, gates): types only
+///   operand.cuh                    broadcast operands (bias, per-channel scale/shift, gates) and the
+///                                  output with sums (OutputWithSums): types only
 ///   reduce.cuh                     channel_sum: per-channel sums (bias gradients), on CUB
 ///   checked.cuh                    the same launchers, refusing pointers the device cannot reach
 ///   dispatch/dispatch_transform    the entry point: argument checks, vector width, alignment, grid
+///   dispatch/dispatch_summed       the same for an OutputWithSums: layout of the sums, partial sums
 ///   dispatch/operands              which operand is which, pointer checks, broadcasts prepared
 ///   dispatch/launch_shape          which kernel, and the staged shape (Little's law per device)
 ///   dispatch/device_properties     per-device properties, cached
@@ -15,6 +17,7 @@
 ///   kernel/tuning                  every tuning constant and HARDACT_* knob (docs/TUNING.md)
 ///   kernel/direct_transform_kernel global memory straight into registers (any architecture)
 ///   kernel/staged_transform_kernel bulk copies into shared memory (sm_90 and later)
+///   kernel/summed_transform_kernel the transform that also sums its outputs per channel
 ///   kernel/device_broadcast        broadcast operands as the kernels read them
 ///   policy/*                       activation functors
 ///   numeric/*                      compute types, conversions, comparisons, fast division

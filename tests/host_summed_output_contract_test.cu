@@ -1,0 +1,134 @@
+// The launch contract of an OutputWithSums on the host (no GPU needed): a malformed one refused
+// whatever n, n == 0 a no-op that looks at no pointer, then the refusals of n > 0 (n not whole
+// spans, null, misaligned or overlapping sums, missing or short temporary storage), and
+// temp_storage_bytes, which depends on the shape and output type alone. Refusals return before any
+// CUDA call (host addresses stand in for device memory and are never dereferenced, as in
+// host_launch_contract_test.cu).
+#include "support/fake_device_memory.hpp"
+
+#include <hardact/hardact.cuh>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace {
+
+using hardact_test::FakeDeviceMemory;
+
+constexpr std::size_t kChannels = 8, kPositions = 6, kSamples = 3, kN = kChannels * kPositions * kSamples;
+
+struct Arrays {
+  FakeDeviceMemory memory;
+  const float* x() { return memory.at<float>(0); }
+  float* y() { return memory.at<float>(1024); }
+  float* sums() { return memory.at<float>(2048); }
+  const float* scale() { return memory.at<float>(2560); }
+  void* temp() { return memory.at<unsigned char>(3072); }
+};
+
+cudaError_t call(Arrays& a, const hardact::OutputWithSums<float, float>& out, std::size_t n) {
+  return hardact::transform(hardact::ReLU6{}, a.x(), out, n);
+}
+
+TEST(HostSummedOutputContract, MalformedIsRefusedWhateverN) {
+  Arrays a;
+  const auto good = hardact::with_sample_channel_sums(a.y(), a.sums(), kChannels, kPositions);
+  for (const std::size_t n : {std::size_t{0}, kN}) {
+    auto bad = good;
+    bad.inner = 0;
+    EXPECT_EQ(call(a, bad, n), cudaErrorInvalidValue) << "inner 0, n " << n;
+    bad = good;
+    bad.period = 0;
+    EXPECT_EQ(call(a, bad, n), cudaErrorInvalidValue) << "period 0, n " << n;
+    bad = good;
+    bad.span = kChannels * kPositions + 1;
+    EXPECT_EQ(call(a, bad, n), cudaErrorInvalidValue) << "span not whole rows, n " << n;
+    bad = hardact::with_channel_sums(a.y(), a.sums(), kChannels, kPositions);
+    bad.span = kChannels;  // shorter than one run of inner * period
+    EXPECT_EQ(call(a, bad, n), cudaErrorInvalidValue) << "span under inner * period, n " << n;
+  }
+  // Three inputs with broadcasts go through the same checks first.
+  auto bad = good;
+  bad.period = 0;
+  EXPECT_EQ(hardact::transform(hardact::scale_shift_activation(hardact::ReLU6{}), a.x(),
+                               hardact::per_channel(a.scale(), kChannels), hardact::per_channel(a.scale(), kChannels),
+                               bad, 0),
+            cudaErrorInvalidValue);
+}
+
+TEST(HostSummedOutputContract, EmptyCallLooksAtNoPointer) {
+  EXPECT_EQ(hardact::transform(hardact::ReLU6{}, static_cast<const float*>(nullptr),
+                               hardact::with_sample_channel_sums(static_cast<float*>(nullptr),
+                                                                 static_cast<float*>(nullptr), kChannels, kPositions),
+                               0),
+            cudaSuccess);
+}
+
+TEST(HostSummedOutputContract, BadPointersAndSizesAreRefused) {
+  Arrays a;
+  const auto good = hardact::with_sample_channel_sums(a.y(), a.sums(), kChannels, kPositions);
+  EXPECT_EQ(call(a, good, kN - kChannels), cudaErrorInvalidValue) << "n not whole spans";
+  EXPECT_EQ(call(a, hardact::with_channel_sums(a.y(), a.sums(), kChannels, kPositions), kN - 1), cudaErrorInvalidValue)
+      << "n not whole runs of one span";
+  auto bad = good;
+  bad.sums = nullptr;
+  EXPECT_EQ(call(a, bad, kN), cudaErrorInvalidValue) << "null sums";
+  bad.sums = reinterpret_cast<float*>(reinterpret_cast<std::uintptr_t>(a.sums()) + 2);
+  EXPECT_EQ(call(a, bad, kN), cudaErrorInvalidValue) << "misaligned sums";
+  bad.sums = a.y() + kN - 1;
+  EXPECT_EQ(call(a, bad, kN), cudaErrorInvalidValue) << "sums sharing the outputs' last element";
+  bad.sums = const_cast<float*>(a.x()) + 4;
+  EXPECT_EQ(call(a, bad, kN), cudaErrorInvalidValue) << "sums inside the input";
+  EXPECT_EQ(hardact::transform(hardact::HardSigmoidGate{}, a.x(), hardact::per_channel(a.scale(), kChannels),
+                               hardact::with_channel_sums(a.y(), const_cast<float*>(a.scale()) + 1, kChannels), kN),
+            cudaErrorInvalidValue)
+      << "sums over a broadcast's values";
+  bad = good;
+  bad.values = nullptr;
+  EXPECT_EQ(call(a, bad, kN), cudaErrorInvalidValue) << "null outputs";
+}
+
+TEST(HostSummedOutputContract, PartialSumsNeedTheirStorage) {
+  Arrays a;
+  // Per channel of NCHW: one partial sum per channel and sample.
+  auto per_channel = hardact::with_channel_sums(a.y(), a.sums(), kChannels, kPositions);
+  const std::size_t bytes = hardact::temp_storage_bytes(per_channel, kN);
+  EXPECT_EQ(bytes, kChannels * kSamples * sizeof(float));
+  EXPECT_EQ(call(a, per_channel, kN), cudaErrorInvalidValue) << "no storage";
+  per_channel.temp_storage = a.temp();
+  per_channel.temp_storage_bytes = bytes - 1;
+  EXPECT_EQ(call(a, per_channel, kN), cudaErrorInvalidValue) << "too little";
+  per_channel.temp_storage = static_cast<unsigned char*>(a.temp()) + 2;
+  per_channel.temp_storage_bytes = bytes;
+  EXPECT_EQ(call(a, per_channel, kN), cudaErrorInvalidValue) << "misaligned";
+}
+
+TEST(HostSummedOutputContract, StorageDependsOnTheShapeAlone) {
+  Arrays a, b;
+  // Per (n, c) of NCHW: every sum one block's; none.
+  EXPECT_EQ(hardact::temp_storage_bytes(hardact::with_channel_sums(a.y(), a.sums(), 64 * 72, 784), 64 * 72 * 784), 0u);
+  // Channels-last squeezes of MobileNet-size images: whole partial sums, the same for any pointers.
+  for (const auto& [channels, positions] : {std::pair<std::size_t, std::size_t>{72, 784}, {672, 196}, {960, 49}}) {
+    const std::size_t n = 64 * channels * positions;
+    const std::size_t bytes =
+        hardact::temp_storage_bytes(hardact::with_sample_channel_sums(a.y(), a.sums(), channels, positions), n);
+    EXPECT_GT(bytes, 0u) << channels;
+    EXPECT_EQ(bytes % (64 * channels * sizeof(float)), 0u) << "whole partial sums, " << channels;
+    EXPECT_EQ(bytes, hardact::temp_storage_bytes(
+                         hardact::with_sample_channel_sums(b.y() + 1, b.sums() + 3, channels, positions), n))
+        << channels;
+    // bfloat16 outputs still sum in float: the same count of partial sums, of float.
+    EXPECT_GT(hardact::temp_storage_bytes(
+                  hardact::with_sample_channel_sums(b.memory.at<__nv_bfloat16>(0), b.sums(), channels, positions), n),
+              0u);
+  }
+  // Malformed or empty: 0, and the launcher refuses the malformed.
+  EXPECT_EQ(hardact::temp_storage_bytes(hardact::with_channel_sums(a.y(), a.sums(), std::size_t{0}), kN), 0u);
+  EXPECT_EQ(hardact::temp_storage_bytes(hardact::with_channel_sums(a.y(), a.sums(), kChannels, kPositions), 0), 0u);
+}
+
+}  // namespace
