@@ -194,8 +194,9 @@ cudaError_t launch_summed(const Op& op, const SummedLayout& layout, const Device
     }
   }
   if (status != cudaSuccess || layout.parts == 1) return status;
-  const std::size_t warps_per_block = static_cast<std::size_t>(kSummedPartialsBlockThreads) / 32;
-  const std::size_t blocks = (layout.entries + warps_per_block - 1) / warps_per_block;
+  const std::size_t sums_per_block = static_cast<std::size_t>(kSummedPartialsBlockThreads) /
+                                      (layout.parts <= kSummedPartsPerThread ? 1 : 32);
+  const std::size_t blocks = (layout.entries + sums_per_block - 1) / sums_per_block;
   config.gridDim = dim3(static_cast<unsigned int>(blocks < max_blocks ? blocks : max_blocks));
   config.blockDim = dim3(kSummedPartialsBlockThreads);
   return cudaLaunchKernelEx(&config, sum_partials_kernel<Acc, TSum>, static_cast<const Acc*>(sink.partials),

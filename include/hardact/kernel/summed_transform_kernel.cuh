@@ -284,15 +284,25 @@ __global__ void __launch_bounds__(BlockThreads, kSummedMinBlocks)
   }
 }
 
-/// sums[e] = scale * the sum of partials[e][0 .. parts), rounded once: one warp per sum, lane l
-/// adding parts l, l + 32, ... in order, then a fixed shuffle tree.
+/// sums[e] = scale * the sum of partials[e][0 .. parts), rounded once. A few parts (up to
+/// kSummedPartsPerThread): one thread per sum, adding them in order; more: one warp per sum, lane l
+/// adding parts l, l + 32, ... in order, then a fixed shuffle tree. Launched with a whole number
+/// of warps per block.
 template <class Acc, class TSum>
 __global__ void sum_partials_kernel(const Acc* partials, std::size_t parts, std::size_t entries, Acc scale,
                                     TSum* sums) {
-  const std::size_t warps = static_cast<std::size_t>(gridDim.x) * (blockDim.x / 32);
+  const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  if (parts <= kSummedPartsPerThread) {
+    for (std::size_t e = thread; e < entries; e += threads) {
+      Acc total = Acc(0);
+      for (std::size_t p = 0; p < parts; ++p) total += partials[e * parts + p];
+      sums[e] = convert<TSum>(total * scale);
+    }
+    return;
+  }
   const unsigned lane = threadIdx.x % 32;
-  for (std::size_t e = (static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; e < entries;
-       e += warps) {
+  for (std::size_t e = thread / 32; e < entries; e += threads / 32) {
     Acc total = Acc(0);
     for (std::size_t p = lane; p < parts; p += 32) total += partials[e * parts + p];
     for (int offset = 16; offset > 0; offset /= 2) total += __shfl_down_sync(0xffffffffu, total, offset);

@@ -152,6 +152,8 @@ inline constexpr int kSummedMinBlocks = HARDACT_SUMMED_MIN_BLOCKS;
 inline constexpr std::size_t kSummedChunkElements = 8192;
 inline constexpr std::size_t kSummedLeastChunkRows = 16;
 inline constexpr std::size_t kSummedMostChunks = 1024;
+/// Partial sums per sum that one thread adds alone; more take a warp each.
+inline constexpr std::size_t kSummedPartsPerThread = 32;
 
 // ---- channel_sum (reduce.cuh) ----
 
