@@ -40,7 +40,9 @@ __all__ = [
     "hardsigmoid", "hardsigmoid_", "hardtanh", "hardtanh_", "hardswish", "hardswish_", "relu6", "relu6_",
     "HardSigmoid", "HardTanh", "HardSwish", "ReLU6", "ModelNew", "replace_activations",
     "FUSED_ACTIVATIONS", "scale_shift_activation", "bias_activation", "residual_activation", "hardsigmoid_gate",
+    "scale_shift_residual_activation", "scale_shift_activation_mean",
     "BatchNormActivation", "fuse_batchnorm_activation", "HardSigmoidSqueezeExcitation", "fuse_squeeze_excitation",
+    "FusedInvertedResidual", "fuse_blocks", "optimize_for_inference",
     "CudaGraphInference", "cuda_graph_inference",
 ]
 
@@ -253,6 +255,41 @@ def residual_activation(x: torch.Tensor, residual: torch.Tensor, activation: str
     return _C.residual_activation(x, residual, activation, float(min_val), float(max_val))
 
 
+def scale_shift_residual_activation(x: torch.Tensor, scale: torch.Tensor | None, shift: torch.Tensor | None,
+                                    residual: torch.Tensor, activation: str = "identity", min_val: float = -1.0,
+                                    max_val: float = 1.0) -> torch.Tensor:
+    """activation(x * scale[c] + shift[c] + residual), c along dim 1 of x, residual of x's shape and
+    dtype: an inference BatchNorm, the residual add after it and an activation in one pass (MobileNet's
+    projection and shortcut, with "identity"). scale and shift come together; with neither it is
+    residual_activation. Computed in float (double for float64): the product, the shift and the
+    residual added in turn, rounded once; float32 bit for bit `act(x * scale.view(C, 1, 1) +
+    shift.view(C, 1, 1) + residual)`. Differentiable in x, scale, shift and residual."""
+    if _is_compiling():
+        dtype = _compute_dtype(x)
+        z = x.to(dtype)
+        if scale is not None:
+            z = z * _channel_view(scale, x).to(dtype)
+        if shift is not None:
+            z = z + _channel_view(shift, x).to(dtype)
+        return _activation_reference(z + residual.to(dtype), activation, min_val, max_val).to(x.dtype)
+    return _C.scale_shift_residual_activation(x, scale, shift, residual, activation, float(min_val), float(max_val))
+
+
+def scale_shift_activation_mean(x: torch.Tensor, scale: torch.Tensor | None, shift: torch.Tensor | None,
+                                activation: str = "identity", min_val: float = -1.0,
+                                max_val: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """(y, mean): y = scale_shift_activation(x, scale, shift, activation, min_val, max_val), the same
+    bits, and mean, shape (N, C) in x's dtype, y's mean over every dim after 1, computed in the same
+    pass (a squeeze-excitation's squeeze of a BatchNorm's output, without reading y again). x needs a
+    dim after 1. The mean sums y as written (in x's dtype) in float (double for float64) and rounds
+    once: `y.mean(tuple(range(2, x.dim())), dtype=torch.float32).to(x.dtype)` up to summation order.
+    Differentiable in x, scale and shift through both outputs."""
+    if _is_compiling():
+        y = scale_shift_activation(x, scale, shift, activation, min_val, max_val)
+        return y, y.mean(tuple(range(2, x.dim())), dtype=_compute_dtype(x)).to(x.dtype)
+    return _C.scale_shift_activation_mean(x, scale, shift, activation, float(min_val), float(max_val))
+
+
 def hardsigmoid_gate(x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
     """x * hardsigmoid(gate), gate holding one value per (n, c) of x (shape (N, C) or (N, C, 1, 1)):
     squeeze-excitation's gating. float32: bit for bit `x * F.hardsigmoid(gate)`."""
@@ -430,3 +467,279 @@ def fuse_squeeze_excitation(model: nn.Module) -> int:
                 setattr(parent, name, fused.train(child.training))
                 replaced += 1
     return replaced
+
+
+# ---- whole blocks ---------------------------------------------------------------------------------
+# An inverted-residual block rewritten module by module, as above, still makes two passes of its
+# own: the squeeze's mean (a pooling kernel reading the depthwise output again) and the residual
+# add. Seen whole, the mean is written by the pass that produces its input and the residual add
+# joins the projection's BatchNorm pass.
+
+
+class FusedInvertedResidual(nn.Module):
+    """An inference inverted-residual or depthwise-separable block (MobileNetV3, LCNet) in which every
+    pass between the convolutions is fused:
+
+        y = norm1(conv1(x))                              the expansion (a depthwise-separable block has none)
+        y, m = norm2(conv2(y)), mean of y per (n, c)     scale_shift_activation_mean: the squeeze, same pass
+        y = hardsigmoid_gate(y, expand(act(reduce(m))))  the excitation as matrix products on m, (N, C)
+        out = norm3(conv3(y)) + x                        scale_shift_residual_activation, where there is a skip
+
+    norm1..3 are the block's BatchNorms folded with their activations (BatchNormActivation: buffers,
+    no statistics); a block without squeeze-excitation runs norm2 alone, one whose last BatchNorm has
+    an activation adds x after it (residual_activation). The convolutions are the block's own modules
+    (shared); the squeeze-excitation's 1x1 convolutions are used as the matrices they are,
+    reduce(m) = m @ W.view(Cr, C).T + b, through torch._addmm_activation (cuBLASLt's ReLU epilogue,
+    one kernel) where its activation is nn.ReLU, else F.linear and the activation module.
+
+    Against the original block the results differ by rounding only: the BatchNorms are folded as
+    BatchNormActivation's are, and the matrix products on (N, C) sum in another order than cuDNN's
+    1x1 convolutions on (N, C, 1, 1) (float32 keeps the convolutions: see excitation). Made by fuse_blocks, for inference; differentiable, with the
+    BatchNorms frozen."""
+
+    def __init__(self, expansion: tuple[nn.Module, BatchNormActivation] | None,
+                 depthwise: tuple[nn.Module, BatchNormActivation],
+                 squeeze: tuple[nn.Module, nn.Module, nn.Module] | None,
+                 projection: tuple[nn.Module, BatchNormActivation], skip: bool):
+        super().__init__()
+        self.conv1, self.norm1 = expansion if expansion is not None else (None, None)
+        self.conv2, self.norm2 = depthwise
+        self.se_reduce, self.se_activation, self.se_expand = squeeze if squeeze is not None else (None, None, None)
+        self.conv3, self.norm3 = projection
+        self.skip = bool(skip)
+        # Decided once: replace_activations may later swap the activation module, never for a ReLU.
+        self.se_relu = squeeze is not None and type(squeeze[1]) is nn.ReLU
+
+    def excitation(self, mean: torch.Tensor) -> torch.Tensor:
+        """expand(activation(reduce(mean))) on the (N, C) mean: the gate before its hard sigmoid."""
+        reduce, expand = self.se_reduce, self.se_expand
+        if mean.dtype == torch.float32:
+            # float32 matrix products run on cuBLAS without TF32 (PyTorch's default), several times
+            # slower here than the block's own 1x1 convolutions under cuDNN's TF32 default; the
+            # convolutions also keep eager's float32 results.
+            squeezed = mean.reshape(mean.shape[0], mean.shape[1], 1, 1)
+            return expand(self.se_activation(reduce(squeezed))).flatten(1)
+        # Views taken per call: .to() replaces a parameter's data, so a view kept from __init__ would go stale.
+        weight = reduce.weight.flatten(1)
+        # _addmm_activation has no autograd formula: where a gradient is wanted, the two-op form.
+        wants_grad = torch.is_grad_enabled() and (mean.requires_grad or weight.requires_grad
+                                                  or (reduce.bias is not None and reduce.bias.requires_grad))
+        if self.se_relu and reduce.bias is not None and not wants_grad:
+            hidden = torch._addmm_activation(reduce.bias, mean, weight.t())
+        else:
+            hidden = self.se_activation(F.linear(mean, weight, reduce.bias))
+        return F.linear(hidden, expand.weight.flatten(1), expand.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x if self.conv1 is None else self.norm1(self.conv1(x))
+        norm = self.norm2
+        if self.se_reduce is None:
+            y = norm(self.conv2(y))
+        else:
+            y, mean = scale_shift_activation_mean(self.conv2(y), norm.scale, norm.shift, norm.activation, norm.min_val,
+                                                  norm.max_val)
+            y = hardsigmoid_gate(y, self.excitation(mean))
+        norm = self.norm3
+        y = self.conv3(y)
+        if not self.skip:
+            return norm(y)
+        if norm.activation == "identity":
+            return scale_shift_residual_activation(y, norm.scale, norm.shift, x)
+        return residual_activation(norm(y), x)  # the block adds x after the activation
+
+    def extra_repr(self) -> str:
+        squeeze = "none" if self.se_reduce is None else ("matrix products, ReLU epilogue" if self.se_relu else
+                                                         "matrix products")
+        return f"squeeze_excitation={squeeze}, skip={self.skip}"
+
+
+def _package(module: nn.Module) -> str:
+    return type(module).__module__.split(".")[0]
+
+
+def _children(module: nn.Module) -> set[str]:
+    return {name for name, _ in module.named_children()}
+
+
+def _folded_norm(norm: nn.Module, activation: nn.Module | None = None) -> BatchNormActivation | None:
+    """`norm` (timm's BatchNormAct2d with its own activation, or an nn.BatchNorm2d followed by
+    `activation`, None for none) folded into a BatchNormActivation; one already folded as it is; None
+    for anything else or a BatchNorm without running statistics."""
+    if type(norm) is BatchNormActivation:
+        return norm if activation is None else None
+    if _is_timm_batchnorm_act(norm):
+        if activation is not None or type(norm.drop) is not nn.Identity:
+            return None
+        activation = norm.act
+    elif type(norm) is not nn.BatchNorm2d:
+        return None
+    spec = ("identity", -1.0, 1.0) if activation is None else _fused_activation(activation)
+    if spec is None or not _foldable(norm):
+        return None
+    return BatchNormActivation.from_batchnorm(norm, *spec).to(norm.running_mean.device)
+
+
+def _matrix_conv(conv: nn.Module) -> bool:
+    """A 1x1 convolution with no padding and one group: on a (N, C, 1, 1) input, the linear map of
+    its weight viewed as a matrix (stride and dilation have nothing to act on)."""
+    return (type(conv) is nn.Conv2d and conv.kernel_size == (1, 1) and conv.groups == 1
+            and conv.padding in ((0, 0), "valid", "same"))
+
+
+def _squeeze_layers(module: nn.Module) -> tuple[nn.Module, nn.Module, nn.Module] | None:
+    """(reduce, activation, expand) of a squeeze-excitation gated by a hard sigmoid whose squeeze is the
+    mean over H and W (torchvision's SqueezeExcitation, timm's SqueezeExcite, or either already made a
+    HardSigmoidSqueezeExcitation), with 1x1 convolutions and an elementwise activation hardact knows;
+    else None."""
+    layers = {"timm": {"conv_reduce", "act1", "conv_expand", "gate"},
+              "torchvision": {"avgpool", "fc1", "activation", "fc2", "scale_activation"}}
+    if type(module) is HardSigmoidSqueezeExcitation:
+        fused = module
+        pool = fused.pool
+        if pool is not None and not (type(pool) is nn.AdaptiveAvgPool2d and pool.output_size in (1, (1, 1))):
+            return None
+    elif _children(module) == layers.get(_package(module)):  # no layer its known forward would skip
+        fused = _hard_sigmoid_squeeze_excitation(module)
+        if fused is None:
+            return None
+    else:
+        return None
+    if not (_matrix_conv(fused.reduce) and _matrix_conv(fused.expand) and _fused_activation(fused.activation)):
+        return None
+    return fused.reduce, fused.activation, fused.expand
+
+
+def _inactive_in_eval(module: nn.Module) -> bool:
+    """nn.Identity, or timm's DropPath: the identity outside training, whatever its drop rate."""
+    return type(module) is nn.Identity or (type(module).__name__ == "DropPath" and _package(module) == "timm")
+
+
+def _timm_block(block: nn.Module) -> FusedInvertedResidual | None:
+    """timm's InvertedResidual or DepthwiseSeparableConv (timm.models._efficientnet_blocks) as a
+    FusedInvertedResidual, or None. Their forwards, in timm 0.9 to 1.0:
+      InvertedResidual:       conv_pw, bn1, conv_dw, bn2, aa, se, conv_pwl, bn3, then drop_path(x) + shortcut
+      DepthwiseSeparableConv: conv_dw, bn1, aa, se, conv_pw, bn2, then drop_path(x) + shortcut
+    with the skip where has_skip, the BatchNorms BatchNormAct2d (their activation inside); the
+    space-to-depth stem (conv_s2d) and anti-aliasing (aa) are not fused: such blocks are left alone."""
+    kind = type(block).__name__
+    if _package(block) != "timm" or getattr(block, "conv_s2d", None) is not None \
+            or not isinstance(getattr(block, "has_skip", None), bool):
+        return None
+    if kind == "InvertedResidual":
+        names = {"conv_pw", "bn1", "conv_dw", "bn2", "aa", "se", "conv_pwl", "bn3", "drop_path"}
+        if _children(block) != names:
+            return None
+        stages = [(block.conv_pw, block.bn1), (block.conv_dw, block.bn2), (block.conv_pwl, block.bn3)]
+    elif kind == "DepthwiseSeparableConv":
+        names = {"conv_dw", "bn1", "aa", "se", "conv_pw", "bn2", "drop_path"}
+        if _children(block) != names:
+            return None
+        stages = [None, (block.conv_dw, block.bn1), (block.conv_pw, block.bn2)]
+    else:
+        return None
+    if type(block.aa) is not nn.Identity or not _inactive_in_eval(block.drop_path):
+        return None
+    squeeze = None if type(block.se) is nn.Identity else _squeeze_layers(block.se)
+    if squeeze is None and type(block.se) is not nn.Identity:
+        return None
+    return _fused_block(stages, squeeze, block.has_skip)
+
+
+def _torchvision_block(block: nn.Module) -> FusedInvertedResidual | None:
+    """torchvision's InvertedResidual (torchvision.models.mobilenetv3) as a FusedInvertedResidual, or
+    None. Its forward: self.block, an nn.Sequential of Conv2dNormActivation layers (convolution,
+    BatchNorm2d, activation or none) for the expansion (absent where it would not expand), the
+    depthwise convolution and the projection, with a SqueezeExcitation before the projection or not;
+    then `result += input` where use_res_connect."""
+    if type(block).__name__ != "InvertedResidual" or _package(block) != "torchvision" \
+            or _children(block) != {"block"} or type(block.block) is not nn.Sequential \
+            or not isinstance(getattr(block, "use_res_connect", None), bool):
+        return None
+    layers = list(block.block)
+    squeeze = None
+    if len(layers) >= 3 and _conv_norm_activation(layers[-2]) is None:
+        squeeze = _squeeze_layers(layers[-2])
+        if squeeze is None:
+            return None
+        layers = layers[:-2] + layers[-1:]
+    if len(layers) not in (2, 3):
+        return None
+    stages = [_conv_norm_activation(layer) for layer in layers]
+    if any(stage is None for stage in stages):
+        return None
+    return _fused_block(([None] if len(stages) == 2 else []) + stages, squeeze, block.use_res_connect)
+
+
+def _conv_norm_activation(layer: nn.Module) -> tuple[nn.Module, nn.Module, nn.Module | None] | None:
+    """(convolution, BatchNorm, activation or None) of torchvision's Conv2dNormActivation (the
+    nn.Sequential it is), or None."""
+    if type(layer).__name__ != "Conv2dNormActivation" or _package(layer) != "torchvision" \
+            or not isinstance(layer, nn.Sequential) or len(layer) not in (2, 3):
+        return None
+    parts = list(layer)
+    return parts[0], parts[1], parts[2] if len(parts) == 3 else None
+
+
+def _fused_block(stages: list, squeeze, skip: bool) -> FusedInvertedResidual | None:
+    """The FusedInvertedResidual of [expansion or None, depthwise, projection] stages, each
+    (convolution, norm) or (convolution, BatchNorm2d, activation or None); None when a convolution is
+    not one or a norm cannot be folded."""
+    folded = []
+    for stage in stages:
+        if stage is None:
+            folded.append(None)
+            continue
+        conv, norm, *activation = stage
+        norm = _folded_norm(norm, *activation)
+        if norm is None or not isinstance(conv, nn.Conv2d):
+            return None
+        folded.append((conv, norm))
+    return FusedInvertedResidual(folded[0], folded[1], squeeze, folded[2], skip)
+
+
+def fuse_blocks(model: nn.Module) -> int:
+    """Rewrites an eval-mode model in place: every inverted-residual and depthwise-separable block of
+    timm's MobileNetV3 / LCNet family (timm's InvertedResidual and DepthwiseSeparableConv) and of
+    torchvision's MobileNetV3 (its InvertedResidual) becomes one FusedInvertedResidual sharing its
+    convolutions: the BatchNorms folded with their activations, the squeeze's mean written by the pass
+    that produces its input, the excitation as matrix products, the residual add in the projection's
+    BatchNorm pass. Returns how many blocks it replaced.
+
+    A block is recognised by its class (name and package, whose forward is known) and the exact
+    types of its layers; one that holds anything else is left alone: another child module, a
+    convolution that is not nn.Conv2d, a BatchNorm without running statistics, an activation hardact
+    does not fuse, a squeeze-excitation not gated by a hard sigmoid, anti-aliasing or
+    space-to-depth, a submodule in training mode. Structure rather than torch.fx: fx tracing fails on
+    the data-dependent Python of some timm models and replaces the modules by a flat graph, where a
+    block's identity (and with it the proof that the rewrite is the same function) is lost. DropPath
+    acts only in training, so the model must be in eval mode (else RuntimeError); the fused blocks'
+    BatchNorms are frozen. Run fuse_batchnorm_activation and fuse_squeeze_excitation afterwards for
+    the rest (stem, head, blocks left alone): they find nothing to redo inside the fused blocks,
+    which hold folded buffers and the squeeze-excitation's layers, not BatchNorms or its module."""
+    if model.training:
+        raise RuntimeError("hardact.fuse_blocks: the model is in training mode; call model.eval() first (the "
+                           "BatchNorms are folded and DropPath is dropped, as only inference allows)")
+    fused = 0
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            # BatchNormActivation does the same in either mode (fuse_batchnorm_activation's are
+            # left in training mode): a block it already rewrote is fused too.
+            if type(child).__name__ not in ("InvertedResidual", "DepthwiseSeparableConv") \
+                    or any(m.training for m in child.modules() if type(m) is not BatchNormActivation):
+                continue
+            block = _timm_block(child) if _package(child) == "timm" else _torchvision_block(child)
+            if block is not None:
+                setattr(parent, name, block.train(False))
+                fused += 1
+    return fused
+
+
+def optimize_for_inference(model: nn.Module) -> dict[str, int]:
+    """All of hardact's inference rewrites, in place, on an eval-mode model (else RuntimeError), in
+    this order: fuse_blocks, fuse_batchnorm_activation and fuse_squeeze_excitation for what the blocks
+    left (stem, head, other blocks), replace_activations for the activation modules left. Returns how
+    many each replaced: {"blocks", "batchnorms", "squeeze_excitations", "activations"}."""
+    if model.training:
+        raise RuntimeError("hardact.optimize_for_inference: the model is in training mode; call model.eval() first")
+    return {"blocks": fuse_blocks(model), "batchnorms": fuse_batchnorm_activation(model),
+            "squeeze_excitations": fuse_squeeze_excitation(model), "activations": replace_activations(model)}

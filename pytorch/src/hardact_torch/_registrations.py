@@ -3,7 +3,8 @@
 
 - fake (meta) kernels, so torch.compile, torch.export and FakeTensorMode can trace the ops;
 - DTensor sharding rules: every op is pointwise, so a sharded input stays sharded (no collective);
-  scale_shift_activation keeps its per-channel parameters replicated (x sharded on any dim but 1).
+  the scale-and-shift ops keep their per-channel parameters replicated (x sharded on any dim but 1),
+  and scale_shift_activation_mean, whose mean reduces every dim after 1, shards x on the batch only.
 
 The fake kernels repeat the argument checks of the CUDA kernels that depend only on metadata, so a
 compiled graph fails while tracing instead of at run time.
@@ -17,7 +18,8 @@ import torch
 
 SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 UNARY_OPS = ("hardsigmoid", "hardtanh", "hardswish", "relu6")
-FUSED_OPS = ("scale_shift_activation", "residual_activation", "hardsigmoid_gate")
+FUSED_OPS = ("scale_shift_activation", "residual_activation", "scale_shift_residual_activation",
+             "scale_shift_activation_mean", "hardsigmoid_gate")
 FUSED_ACTIVATIONS = ("identity", "hardsigmoid", "hardswish", "relu6", "hardtanh", "relu")
 
 _ops = torch.ops.hardact
@@ -112,19 +114,45 @@ def _check_channel_input(op_name: str, x: torch.Tensor) -> None:
                        lambda: f"hardact::{op_name}: x needs a channel dimension (dim 1); got shape {tuple(x.shape)}")
 
 
+def _check_channel_parameters(op_name: str, x: torch.Tensor, scale, shift) -> None:
+    torch._check_value(scale is None or shift is not None,
+                       lambda: f"hardact::{op_name}: a scale needs a shift (pass zeros for x * scale alone)")
+    for what, p in (("scale", scale), ("shift", shift)):
+        if p is not None:
+            torch._check_value(p.numel() == x.shape[1],
+                               lambda: f"hardact::{op_name}: {what} has {p.numel()} elements, expected {x.shape[1]}")
+
+
 def _register_fused_fakes() -> None:
     @torch.library.register_fake("hardact::scale_shift_activation")
     def _(x, scale=None, shift=None, activation="identity", min_val=-1.0, max_val=1.0):
         name = "scale_shift_activation"
         _check_channel_input(name, x)
         _check_activation(name, activation, min_val, max_val)
-        torch._check_value(scale is None or shift is not None,
-                           lambda: f"hardact::{name}: a scale needs a shift (pass zeros for x * scale alone)")
-        for what, p in (("scale", scale), ("shift", shift)):
-            if p is not None:
-                torch._check_value(p.numel() == x.shape[1],
-                                   lambda: f"hardact::{name}: {what} has {p.numel()} elements, expected {x.shape[1]}")
+        _check_channel_parameters(name, x, scale, shift)
         return torch.empty_like(x)
+
+    @torch.library.register_fake("hardact::scale_shift_residual_activation")
+    def _(x, scale, shift, residual, activation="identity", min_val=-1.0, max_val=1.0):
+        name = "scale_shift_residual_activation"
+        _check_channel_input(name, x)
+        _check_like_x(name, x, residual, "residual")
+        _check_activation(name, activation, min_val, max_val)
+        torch._check_value((scale is None) == (shift is None),
+                           lambda: f"hardact::{name}: scale and shift come together or not at all (for x + shift + "
+                                   "residual pass a scale of ones)")
+        _check_channel_parameters(name, x, scale, shift)
+        return torch.empty_like(x)
+
+    @torch.library.register_fake("hardact::scale_shift_activation_mean")
+    def _(x, scale=None, shift=None, activation="identity", min_val=-1.0, max_val=1.0):
+        name = "scale_shift_activation_mean"
+        _check_channel_input(name, x)
+        torch._check_value(x.dim() >= 3, lambda: f"hardact::{name}: x needs dimensions after the channel one to "
+                                                 f"average over; got shape {tuple(x.shape)}")
+        _check_activation(name, activation, min_val, max_val)
+        _check_channel_parameters(name, x, scale, shift)
+        return torch.empty_like(x), x.new_empty((x.shape[0], x.shape[1]))
 
     @torch.library.register_fake("hardact::residual_activation")
     def _(x, residual, activation="identity", min_val=-1.0, max_val=1.0):
@@ -154,7 +182,8 @@ def sharded_ops() -> list:
     for name in UNARY_OPS:
         overloads += [getattr(_ops, name).default, getattr(_ops, name + "_").default,
                       getattr(_ops, name + "_backward").default]
-    return overloads + [_ops.scale_shift_activation.default, _ops.residual_activation.default]
+    return overloads + [_ops.scale_shift_activation.default, _ops.residual_activation.default,
+                        _ops.scale_shift_residual_activation.default, _ops.scale_shift_activation_mean.default]
 
 
 def _register_sharding() -> bool:
@@ -195,6 +224,24 @@ def _register_sharding() -> bool:
         params = [None if p is None else Replicate() for p in (scale, shift)]
         return [([placement], [placement] + params + others)
                 for placement in [Replicate()] + [Shard(dim) for dim in range(x.ndim) if dim != 1]]
+
+    # The residual is sharded as x.
+    @register_sharding(_ops.scale_shift_residual_activation.default)
+    def _(x, scale, shift, residual, *rest, **kwargs):
+        others = [None] * (len(rest) + len(kwargs))
+        params = [None if p is None else Replicate() for p in (scale, shift)]
+        return [([placement], [placement] + params + [placement] + others)
+                for placement in [Replicate()] + [Shard(dim) for dim in range(x.ndim) if dim != 1]]
+
+    # The mean reduces every dim after 1 and keeps dims 0 and 1, of which only the batch may be
+    # sharded (the parameters are whole per channel): x sharded on dim 0 gives y and mean sharded on
+    # dim 0. A shard of the averaged dims would make each rank's mean a partial one, so DTensor
+    # gathers x first there.
+    @register_sharding(_ops.scale_shift_activation_mean.default)
+    def _(x, scale=None, shift=None, *rest, **kwargs):
+        others = [None] * (len(rest) + len(kwargs))
+        params = [None if p is None else Replicate() for p in (scale, shift)]
+        return [([placement, placement], [placement] + params + others) for placement in (Replicate(), Shard(0))]
     return True
 
 

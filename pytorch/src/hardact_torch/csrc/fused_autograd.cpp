@@ -6,6 +6,10 @@
 //   scale_shift_activation: z = x * scale + shift, g = act'(z) * grad; dx = g * scale,
 //                           dscale = sum(g * x), dshift = sum(g), summed over every dim but 1
 //   residual_activation:    g = act'(x + residual) * grad; dx = dresidual = g
+//   scale_shift_residual_activation: as scale_shift_activation with z = x * scale + shift + residual,
+//                           and dresidual = g
+//   scale_shift_activation_mean: as scale_shift_activation with grad = grad_y + grad_mean[n, c] / (H * W)
+//                           (either may be undefined)
 //   hardsigmoid_gate:       dx = grad * hardsigmoid(gate), dgate = hardsigmoid'(gate) * sum(grad * x)
 // Forward-mode AD raises, as for the other hardact operators.
 
@@ -23,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -58,10 +63,10 @@ Tensor activation_backward(FusedActivation activation, double min_val, double ma
 
 /// `p` (one value per channel of x, or per (n, c)) shaped to broadcast against x.
 Tensor broadcast_view(const Tensor& p, const Tensor& x, bool per_plane) {
-  std::vector<int64_t> shape(static_cast<std::size_t>(x.dim()), 1);
-  shape[1] = x.size(1);
-  if (per_plane) shape[0] = x.size(0);
-  return p.reshape(shape);
+  std::vector<c10::SymInt> shape(static_cast<std::size_t>(x.dim()), c10::SymInt(1));
+  shape[1] = x.sym_size(1);
+  if (per_plane) shape[0] = x.sym_size(0);
+  return p.reshape_symint(shape);  // symbolic sizes, so that the backward traces with dynamic shapes
 }
 
 /// Every dimension of x but the channel one (and the batch one too for per-plane values).
@@ -84,31 +89,100 @@ std::shared_ptr<NodeType> new_node(NodeType* node) {
   return std::shared_ptr<NodeType>(node, torch::autograd::deleteNode);
 }
 
+/// The gradients of act(z), z = x * scale + shift + residual (scale, shift and residual each
+/// undefined when absent), for `node`'s outputs x, scale, shift and, with a residual, residual:
+/// g = act'(z) * grad in float (double for float64), z rounded step by step as the kernel rounds it;
+/// dx = g * scale, dscale = sum(g * x), dshift = sum(g) over every dim but 1, dresidual = g.
+variable_list scale_shift_gradients(const torch::autograd::Node& node, FusedActivation activation, double min_val,
+                                    double max_val, const Tensor& grad, const Tensor& x, const Tensor& scale,
+                                    const Tensor& shift, const Tensor& residual) {
+  variable_list grad_inputs(residual.defined() ? 4 : 3);
+  const at::ScalarType type = compute_type(x);
+  const Tensor xc = x.to(type);
+  const Tensor scale_view = scale.defined() ? broadcast_view(scale, x, false).to(type) : Tensor();
+  Tensor z = scale.defined() ? xc * scale_view : xc;
+  if (shift.defined()) z = z + broadcast_view(shift, x, false).to(type);
+  if (residual.defined()) z = z + residual.to(type);
+  const Tensor g = activation_backward(activation, min_val, max_val, grad.to(type), z);
+  const std::vector<int64_t> dims = reduced_dims(x, false);
+  if (node.should_compute_output(0)) grad_inputs[0] = (scale.defined() ? g * scale_view : g).to(x.scalar_type());
+  if (scale.defined() && node.should_compute_output(1)) {
+    grad_inputs[1] = (g * xc).sum(dims).reshape(scale.sizes()).to(scale.scalar_type());
+  }
+  if (shift.defined() && node.should_compute_output(2)) {
+    grad_inputs[2] = g.sum(dims).reshape(shift.sizes()).to(shift.scalar_type());
+  }
+  if (residual.defined() && node.should_compute_output(3)) grad_inputs[3] = g.to(residual.scalar_type());
+  return grad_inputs;
+}
+
 struct ScaleShiftActivationBackward final : torch::autograd::TraceableFunction {
   variable_list apply(variable_list&& grads) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    variable_list grad_inputs(3);
-    if (!grads[0].defined()) return grad_inputs;
-    const Tensor x = saved_x.unpack();
-    const Tensor scale = has_scale ? saved_scale.unpack() : Tensor();
-    const Tensor shift = has_shift ? saved_shift.unpack() : Tensor();
-    const at::ScalarType type = compute_type(x);
-    const Tensor xc = x.to(type);
-    const Tensor scale_view = has_scale ? broadcast_view(scale, x, false).to(type) : Tensor();
-    Tensor z = has_scale ? xc * scale_view : xc;
-    if (has_shift) z = z + broadcast_view(shift, x, false).to(type);
-    const Tensor g = activation_backward(activation, min_val, max_val, grads[0].to(type), z);
-    const std::vector<int64_t> dims = reduced_dims(x, false);
-    if (should_compute_output(0)) grad_inputs[0] = (has_scale ? g * scale_view : g).to(x.scalar_type());
-    if (has_scale && should_compute_output(1)) {
-      grad_inputs[1] = (g * xc).sum(dims).reshape(scale.sizes()).to(scale.scalar_type());
-    }
-    if (has_shift && should_compute_output(2)) {
-      grad_inputs[2] = g.sum(dims).reshape(shift.sizes()).to(shift.scalar_type());
-    }
-    return grad_inputs;
+    if (!grads[0].defined()) return variable_list(3);
+    return scale_shift_gradients(*this, activation, min_val, max_val, grads[0], saved_x.unpack(),
+                                 has_scale ? saved_scale.unpack() : Tensor(),
+                                 has_shift ? saved_shift.unpack() : Tensor(), Tensor());
   }
   std::string name() const override { return "HardactBackward<scale_shift_activation>"; }
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    saved_x.reset_data();
+    saved_scale.reset_data();
+    saved_shift.reset_data();
+  }
+
+  FusedActivation activation = FusedActivation::identity;
+  double min_val = -1.0, max_val = 1.0;
+  bool has_scale = false, has_shift = false;
+  SavedVariable saved_x, saved_scale, saved_shift;
+};
+
+struct ScaleShiftResidualActivationBackward final : torch::autograd::TraceableFunction {
+  variable_list apply(variable_list&& grads) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!grads[0].defined()) return variable_list(4);
+    return scale_shift_gradients(*this, activation, min_val, max_val, grads[0], saved_x.unpack(),
+                                 has_scale ? saved_scale.unpack() : Tensor(),
+                                 has_shift ? saved_shift.unpack() : Tensor(), saved_residual.unpack());
+  }
+  std::string name() const override { return "HardactBackward<scale_shift_residual_activation>"; }
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    saved_x.reset_data();
+    saved_scale.reset_data();
+    saved_shift.reset_data();
+    saved_residual.reset_data();
+  }
+
+  FusedActivation activation = FusedActivation::identity;
+  double min_val = -1.0, max_val = 1.0;
+  bool has_scale = false, has_shift = false;
+  SavedVariable saved_x, saved_scale, saved_shift, saved_residual;
+};
+
+struct ScaleShiftActivationMeanBackward final : torch::autograd::TraceableFunction {
+  variable_list apply(variable_list&& grads) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Tensor& grad_y = grads[0];
+    const Tensor& grad_mean = grads[1];
+    if (!grad_y.defined() && !grad_mean.defined()) return variable_list(3);
+    const Tensor x = saved_x.unpack();
+    const at::ScalarType type = compute_type(x);
+    // The mean's gradient reaches every position of its (n, c) divided by their count, as
+    // torch.mean's does; added to y's where both are used.
+    Tensor grad = grad_y.defined() ? grad_y.to(type) : Tensor();
+    if (grad_mean.defined()) {
+      const c10::SymInt planes = x.sym_size(0) * x.sym_size(1);
+      const c10::SymInt positions = planes == 0 ? c10::SymInt(1) : x.sym_numel() / planes;
+      const Tensor spread = broadcast_view(grad_mean.to(type), x, true) / c10::Scalar(positions);
+      grad = grad.defined() ? grad + spread : spread.expand_symint(x.sym_sizes());
+    }
+    return scale_shift_gradients(*this, activation, min_val, max_val, grad, x,
+                                 has_scale ? saved_scale.unpack() : Tensor(),
+                                 has_shift ? saved_shift.unpack() : Tensor(), Tensor());
+  }
+  std::string name() const override { return "HardactBackward<scale_shift_activation_mean>"; }
   void release_variables() override {
     std::lock_guard<std::mutex> lock(mutex_);
     saved_x.reset_data();
@@ -188,6 +262,11 @@ struct HardsigmoidGateBackward final : torch::autograd::TraceableFunction {
 using ScaleShiftSignature = Tensor(const Tensor&, const c10::optional<Tensor>&, const c10::optional<Tensor>&,
                                    c10::string_view, double, double);
 using ResidualSignature = Tensor(const Tensor&, const Tensor&, c10::string_view, double, double);
+using ScaleShiftResidualSignature = Tensor(const Tensor&, const c10::optional<Tensor>&, const c10::optional<Tensor>&,
+                                           const Tensor&, c10::string_view, double, double);
+using ScaleShiftMeanSignature = std::tuple<Tensor, Tensor>(const Tensor&, const c10::optional<Tensor>&,
+                                                           const c10::optional<Tensor>&, c10::string_view, double,
+                                                           double);
 using GateSignature = Tensor(const Tensor&, const Tensor&);
 
 Tensor scale_shift_activation_autograd(DispatchKeySet keys, const Tensor& x, const c10::optional<Tensor>& scale,
@@ -245,6 +324,77 @@ Tensor residual_activation_autograd(DispatchKeySet keys, const Tensor& x, const 
   return out;
 }
 
+Tensor scale_shift_residual_activation_autograd(DispatchKeySet keys, const Tensor& x,
+                                                const c10::optional<Tensor>& scale, const c10::optional<Tensor>& shift,
+                                                const Tensor& residual, c10::string_view activation, double min_val,
+                                                double max_val) {
+  static const auto op = find_op<ScaleShiftResidualSignature>("hardact::scale_shift_residual_activation");
+  constexpr const char* kName = "scale_shift_residual_activation";
+  const Tensor scale_tensor = scale.has_value() ? *scale : Tensor();
+  const Tensor shift_tensor = shift.has_value() ? *shift : Tensor();
+  refuse_forward_ad(kName, x);
+  refuse_forward_ad(kName, scale_tensor);
+  refuse_forward_ad(kName, shift_tensor);
+  refuse_forward_ad(kName, residual);
+  const bool requires_grad = torch::autograd::compute_requires_grad(x, scale_tensor, shift_tensor, residual);
+  Tensor out;
+  {
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    out = op.redispatch(keys & kBelowAutograd, x, scale, shift, residual, activation, min_val, max_val);
+  }
+  if (requires_grad) {
+    auto node = new_node(new ScaleShiftResidualActivationBackward());
+    node->activation = hardact_torch::parse_activation(kName, activation);
+    node->min_val = min_val;
+    node->max_val = max_val;
+    node->has_scale = scale_tensor.defined();
+    node->has_shift = shift_tensor.defined();
+    node->set_next_edges(torch::autograd::collect_next_edges(x, scale_tensor, shift_tensor, residual));
+    node->saved_x = SavedVariable(x, false);
+    if (node->has_scale) node->saved_scale = SavedVariable(scale_tensor, false);
+    if (node->has_shift) node->saved_shift = SavedVariable(shift_tensor, false);
+    node->saved_residual = SavedVariable(residual, false);
+    torch::autograd::set_history(out, node);
+  }
+  return out;
+}
+
+std::tuple<Tensor, Tensor> scale_shift_activation_mean_autograd(DispatchKeySet keys, const Tensor& x,
+                                                                const c10::optional<Tensor>& scale,
+                                                                const c10::optional<Tensor>& shift,
+                                                                c10::string_view activation, double min_val,
+                                                                double max_val) {
+  static const auto op = find_op<ScaleShiftMeanSignature>("hardact::scale_shift_activation_mean");
+  constexpr const char* kName = "scale_shift_activation_mean";
+  const Tensor scale_tensor = scale.has_value() ? *scale : Tensor();
+  const Tensor shift_tensor = shift.has_value() ? *shift : Tensor();
+  refuse_forward_ad(kName, x);
+  refuse_forward_ad(kName, scale_tensor);
+  refuse_forward_ad(kName, shift_tensor);
+  const bool requires_grad = torch::autograd::compute_requires_grad(x, scale_tensor, shift_tensor);
+  std::tuple<Tensor, Tensor> out;
+  {
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    out = op.redispatch(keys & kBelowAutograd, x, scale, shift, activation, min_val, max_val);
+  }
+  if (requires_grad) {
+    auto node = new_node(new ScaleShiftActivationMeanBackward());
+    node->activation = hardact_torch::parse_activation(kName, activation);
+    node->min_val = min_val;
+    node->max_val = max_val;
+    node->has_scale = scale_tensor.defined();
+    node->has_shift = shift_tensor.defined();
+    node->set_next_edges(torch::autograd::collect_next_edges(x, scale_tensor, shift_tensor));
+    node->saved_x = SavedVariable(x, false);
+    if (node->has_scale) node->saved_scale = SavedVariable(scale_tensor, false);
+    if (node->has_shift) node->saved_shift = SavedVariable(shift_tensor, false);
+    // Outputs 0 (y) and 1 (mean) of the node, in this order.
+    torch::autograd::set_history(std::get<0>(out), node);
+    torch::autograd::set_history(std::get<1>(out), node);
+  }
+  return out;
+}
+
 Tensor hardsigmoid_gate_autograd(DispatchKeySet keys, const Tensor& x, const Tensor& gate) {
   static const auto op = find_op<GateSignature>("hardact::hardsigmoid_gate");
   refuse_forward_ad("hardsigmoid_gate", x);
@@ -270,5 +420,7 @@ Tensor hardsigmoid_gate_autograd(DispatchKeySet keys, const Tensor& x, const Ten
 TORCH_LIBRARY_IMPL(hardact, Autograd, m) {
   m.impl("scale_shift_activation", TORCH_FN(scale_shift_activation_autograd));
   m.impl("residual_activation", TORCH_FN(residual_activation_autograd));
+  m.impl("scale_shift_residual_activation", TORCH_FN(scale_shift_residual_activation_autograd));
+  m.impl("scale_shift_activation_mean", TORCH_FN(scale_shift_activation_mean_autograd));
   m.impl("hardsigmoid_gate", TORCH_FN(hardsigmoid_gate_autograd));
 }

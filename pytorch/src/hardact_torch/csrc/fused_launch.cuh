@@ -51,6 +51,48 @@ cudaError_t launch_scale_shift_activation(FusedActivation activation, double min
   });
 }
 
+template <class T, class Param>
+cudaError_t launch_scale_shift_residual_activation(FusedActivation activation, double min_val, double max_val,
+                                                   const T* x, const Param* scale, const Param* shift,
+                                                   const T* residual, T* out, std::size_t n, std::size_t channels,
+                                                   std::size_t inner, cudaStream_t stream) {
+  return fused_detail::with_activation(activation, min_val, max_val, [&](auto act) {
+    return hardact::transform(hardact::scale_shift_residual_activation(act), x,
+                              hardact::per_channel(scale, channels, inner),
+                              hardact::per_channel(shift, channels, inner), residual, out, n, stream);
+  });
+}
+
+template <class T, class Param>
+cudaError_t launch_scale_shift_activation_mean(FusedActivation activation, double min_val, double max_val, const T* x,
+                                               const Param* scale, const Param* shift, T* out, T* mean, bool nchw,
+                                               std::size_t samples, std::size_t channels, std::size_t positions,
+                                               TempAllocator temp, cudaStream_t stream) {
+  const std::size_t n = samples * channels * positions;
+  const double to_mean = 1.0 / static_cast<double>(positions);
+  // One sum per (sample, channel): per_channel over samples * channels runs of NCHW memory, per
+  // sample and channel over channels-last memory, whose channel index is then i % channels.
+  auto output = nchw ? hardact::with_channel_sums(out, mean, samples * channels, positions, to_mean)
+                     : hardact::with_sample_channel_sums(out, mean, channels, positions, to_mean);
+  const std::size_t bytes = hardact::temp_storage_bytes(output, n);
+  if (bytes > 0) {
+    output.temp_storage = temp.allocate(bytes, temp.context);
+    output.temp_storage_bytes = bytes;
+  }
+  const std::size_t inner = nchw ? positions : 1;
+  return fused_detail::with_activation(activation, min_val, max_val, [&](auto act) {
+    if (scale != nullptr) {
+      return hardact::transform(hardact::scale_shift_activation(act), x, hardact::per_channel(scale, channels, inner),
+                                hardact::per_channel(shift, channels, inner), output, n, stream);
+    }
+    if (shift != nullptr) {
+      return hardact::transform(hardact::bias_activation(act), x, hardact::per_channel(shift, channels, inner), output,
+                                n, stream);
+    }
+    return hardact::transform(act, x, output, n, stream);
+  });
+}
+
 template <class T>
 cudaError_t launch_residual_activation(FusedActivation activation, double min_val, double max_val, const T* x,
                                        const T* residual, T* out, std::size_t n, cudaStream_t stream) {
@@ -76,7 +118,13 @@ cudaError_t launch_hardsigmoid_gate(const T* x, const T* gate, bool nchw, std::s
 #define HARDACT_TORCH_INSTANTIATE_SCALE_SHIFT(T, Param)                                                              \
   template cudaError_t hardact_torch::launch_scale_shift_activation<T, Param>(                                       \
       FusedActivation, double, double, const T*, const Param*, const Param*, T*, std::size_t, std::size_t,           \
-      std::size_t, cudaStream_t);
+      std::size_t, cudaStream_t);                                                                                    \
+  template cudaError_t hardact_torch::launch_scale_shift_residual_activation<T, Param>(                              \
+      FusedActivation, double, double, const T*, const Param*, const Param*, const T*, T*, std::size_t, std::size_t, \
+      std::size_t, cudaStream_t);                                                                                    \
+  template cudaError_t hardact_torch::launch_scale_shift_activation_mean<T, Param>(                                  \
+      FusedActivation, double, double, const T*, const Param*, const Param*, T*, T*, bool, std::size_t, std::size_t, \
+      std::size_t, hardact_torch::TempAllocator, cudaStream_t);
 #define HARDACT_TORCH_INSTANTIATE_FUSED(T)                                                                           \
   template cudaError_t hardact_torch::launch_residual_activation<T>(FusedActivation, double, double, const T*,      \
                                                                     const T*, T*, std::size_t, cudaStream_t);       \

@@ -20,6 +20,33 @@ cudaError_t launch_scale_shift_activation(FusedActivation activation, double min
                                           const Param* scale, const Param* shift, T* out, std::size_t n,
                                           std::size_t channels, std::size_t inner, cudaStream_t stream);
 
+/// act(x * scale[c] + shift[c] + residual), c as above, residual full-length in x's memory order;
+/// the product, the shift and the residual added in turn (never an FMA). Both parameters given.
+template <class T, class Param>
+cudaError_t launch_scale_shift_residual_activation(FusedActivation activation, double min_val, double max_val,
+                                                   const T* x, const Param* scale, const Param* shift,
+                                                   const T* residual, T* out, std::size_t n, std::size_t channels,
+                                                   std::size_t inner, cudaStream_t stream);
+
+/// Device memory for one launch's partial sums: allocate(bytes, context) returns `bytes` bytes that
+/// stay valid for the work the launch enqueues on its stream (fused_ops.cu passes PyTorch's
+/// caching allocator: a launch never allocates on its own).
+struct TempAllocator {
+  void* (*allocate)(std::size_t bytes, void* context) = nullptr;
+  void* context = nullptr;
+};
+
+/// launch_scale_shift_activation's outputs, and in the same pass mean[s * channels + c]: the mean
+/// of the outputs (as written, in T) of sample s and channel c, summed in float (double for
+/// double), divided by `positions` and rounded once. `nchw`: x holds samples * channels runs of
+/// `positions` elements; otherwise x is channels-last-like (samples of positions * channels
+/// elements, channels innermost). x holds samples * channels * positions > 0 elements.
+template <class T, class Param>
+cudaError_t launch_scale_shift_activation_mean(FusedActivation activation, double min_val, double max_val, const T* x,
+                                               const Param* scale, const Param* shift, T* out, T* mean, bool nchw,
+                                               std::size_t samples, std::size_t channels, std::size_t positions,
+                                               TempAllocator temp, cudaStream_t stream);
+
 /// act(x + residual) over n elements.
 template <class T>
 cudaError_t launch_residual_activation(FusedActivation activation, double min_val, double max_val, const T* x,

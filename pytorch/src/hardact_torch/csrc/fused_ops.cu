@@ -4,6 +4,12 @@
 //   scale_shift_activation(x, scale, shift, activation)  act(x * scale[c] + shift[c]), c = x's dim 1:
 //       a folded inference BatchNorm (both), a bias (shift only) or the activation alone (neither)
 //   residual_activation(x, residual, activation)         act(x + residual)
+//   scale_shift_residual_activation(x, scale, shift, residual, activation)
+//                                                        act(x * scale[c] + shift[c] + residual): a folded
+//       BatchNorm and the residual add after it (MobileNet's projection and shortcut)
+//   scale_shift_activation_mean(x, scale, shift, activation)
+//                                                        (y, mean): scale_shift_activation's y and its mean
+//       over every dim after 1, one per (n, c), written in the same pass (a squeeze-excitation's squeeze)
 //   hardsigmoid_gate(x, gate)                            x * hardsigmoid(gate[n, c]) (squeeze-excitation)
 //
 // Arithmetic: in float (double for float64), rounded once to x's dtype; x * scale and + shift are
@@ -18,7 +24,9 @@
 // channels-last, a row-major [M, C] matrix): one broadcast operand covers them all. Outputs take
 // at::empty_like(x)'s layout, as PyTorch's pointwise ops and the fake kernels do; a non-dense x is
 // first copied into that layout. The per-(n, c) gate is per_channel over N * C for NCHW x and
-// per_sample_channel (C values per sample) for channels-last x; other layouts go through ATen.
+// per_sample_channel (C values per sample) for channels-last x; other layouts go through ATen. The
+// per-(n, c) means follow the same rule: one sum per run of H * W elements of NCHW y, per sample and
+// channel of channels-last y, through ATen's mean otherwise.
 
 #include "fused_activation.h"
 #include "fused_launch.h"
@@ -33,7 +41,9 @@
 
 #include <cmath>
 #include <cstddef>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -76,9 +86,48 @@ at::Tensor channel_parameter(const char* op_name, const char* what, const at::Te
   return p.reshape({count}).to(type).contiguous();
 }
 
+/// The kernel's pointer to a parameter; nullptr for one not given (undefined).
 template <class Param>
 const Param* parameter_pointer(const at::Tensor& p) {
-  return static_cast<const Param*>(p.const_data_ptr());
+  return p.defined() ? static_cast<const Param*>(p.const_data_ptr()) : nullptr;
+}
+
+/// The per-channel parameters of a scale-and-shift op as its kernel reads them (channel_parameter);
+/// undefined where not given.
+struct ChannelParameters {
+  at::ScalarType type;
+  at::Tensor scale;
+  at::Tensor shift;
+};
+
+ChannelParameters channel_parameters(const char* op_name, const at::Tensor& x, const c10::optional<at::Tensor>& scale,
+                                     const c10::optional<at::Tensor>& shift) {
+  TORCH_CHECK_VALUE(!scale.has_value() || shift.has_value(), "hardact::", op_name,
+                    ": a scale needs a shift (pass zeros for x * scale alone)");
+  const int64_t channels = x.size(1);
+  const at::ScalarType type = parameter_type(x, scale, shift);
+  return {type, scale.has_value() ? channel_parameter(op_name, "scale", *scale, x, channels, type) : at::Tensor(),
+          shift.has_value() ? channel_parameter(op_name, "shift", *shift, x, channels, type) : at::Tensor()};
+}
+
+/// Calls f(Tag<T>{}, Tag<Param>{}) with the element type T of x and the type Param its parameters
+/// are read in (parameter_type: T itself for 16-bit parameters of x's dtype, else float or double).
+template <class F>
+cudaError_t with_parameter_types(const char* op_name, const at::Tensor& x, at::ScalarType param_type, F&& f) {
+  return with_element_type(op_name, x.scalar_type(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (sizeof(T) == 2) {
+      if (param_type == x.scalar_type()) return f(tag, Tag<T>{});
+    }
+    return f(tag, Tag<std::conditional_t<std::is_same_v<T, double>, double, float>>{});
+  });
+}
+
+/// Channels-last-like x: dense, channels innermost (stride 1) and samples outermost, so element i
+/// of its memory has channel i % C and sample i / (numel / N). False where N or C is 0.
+bool channels_last_like(const at::Tensor& x) {
+  return x.dim() >= 3 && x.size(0) > 0 && x.size(1) > 0 && x.is_non_overlapping_and_dense() && x.stride(1) == 1 &&
+         x.stride(0) == x.numel() / x.size(0);
 }
 
 at::Tensor scale_shift_activation(const at::Tensor& x, const c10::optional<at::Tensor>& scale,
@@ -88,36 +137,23 @@ at::Tensor scale_shift_activation(const at::Tensor& x, const c10::optional<at::T
   check_fused_input(kName, x);
   const FusedActivation activation = parse_activation(kName, activation_name);
   if (activation == FusedActivation::hardtanh) check_bounds(kName, min_val, max_val);
-  TORCH_CHECK_VALUE(!scale.has_value() || shift.has_value(), "hardact::", kName,
-                    ": a scale needs a shift (pass zeros for x * scale alone)");
-  const int64_t channels = x.size(1);
-  const at::ScalarType param_type = parameter_type(x, scale, shift);
-  const at::Tensor scale_values =
-      scale.has_value() ? channel_parameter(kName, "scale", *scale, x, channels, param_type) : at::Tensor();
-  const at::Tensor shift_values =
-      shift.has_value() ? channel_parameter(kName, "shift", *shift, x, channels, param_type) : at::Tensor();
+  const ChannelParameters params = channel_parameters(kName, x, scale, shift);
   const c10::cuda::CUDAGuard device_guard(x.device());
   at::Tensor out = at::empty_like(x);  // the layout rule of PyTorch's pointwise ops, and of the fake kernel
   const std::size_t n = static_cast<std::size_t>(x.numel());
   if (n == 0) return out;
   const at::Tensor input = in_layout_of(x, out);  // x itself unless x is not dense
+  const int64_t channels = x.size(1);
   const std::size_t c = static_cast<std::size_t>(channels);
   const std::size_t inner = channels > 1 ? static_cast<std::size_t>(input.stride(1)) : 1;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
-  check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
+  check_launch(kName, with_parameter_types(kName, x, params.type, [&](auto tag, auto param_tag) {
                  using T = typename decltype(tag)::type;
-                 const auto launch = [&](auto param_tag) {
-                   using Param = typename decltype(param_tag)::type;
-                   return launch_scale_shift_activation<T, Param>(
-                       activation, min_val, max_val, static_cast<const T*>(input.const_data_ptr()),
-                       scale_values.defined() ? parameter_pointer<Param>(scale_values) : nullptr,
-                       shift_values.defined() ? parameter_pointer<Param>(shift_values) : nullptr,
-                       static_cast<T*>(out.mutable_data_ptr()), n, c, inner, stream);
-                 };
-                 if constexpr (sizeof(T) == 2) {
-                   if (param_type == x.scalar_type()) return launch(Tag<T>{});
-                 }
-                 return launch(Tag<std::conditional_t<std::is_same_v<T, double>, double, float>>{});
+                 using Param = typename decltype(param_tag)::type;
+                 return launch_scale_shift_activation<T, Param>(
+                     activation, min_val, max_val, static_cast<const T*>(input.const_data_ptr()),
+                     parameter_pointer<Param>(params.scale), parameter_pointer<Param>(params.shift),
+                     static_cast<T*>(out.mutable_data_ptr()), n, c, inner, stream);
                }));
   return out;
 }
@@ -147,6 +183,96 @@ at::Tensor residual_activation(const at::Tensor& x, const at::Tensor& residual, 
   return out;
 }
 
+at::Tensor scale_shift_residual_activation(const at::Tensor& x, const c10::optional<at::Tensor>& scale,
+                                           const c10::optional<at::Tensor>& shift, const at::Tensor& residual,
+                                           c10::string_view activation_name, double min_val, double max_val) {
+  constexpr const char* kName = "scale_shift_residual_activation";
+  check_fused_input(kName, x);
+  check_same(kName, x, residual, "residual");
+  const FusedActivation activation = parse_activation(kName, activation_name);
+  if (activation == FusedActivation::hardtanh) check_bounds(kName, min_val, max_val);
+  TORCH_CHECK_VALUE(scale.has_value() == shift.has_value(), "hardact::", kName,
+                    ": scale and shift come together or not at all (for x + shift + residual pass a scale of ones)");
+  if (!scale.has_value()) return residual_activation(x, residual, activation_name, min_val, max_val);
+  const ChannelParameters params = channel_parameters(kName, x, scale, shift);
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  at::Tensor out = at::empty_like(x);  // the layout rule of PyTorch's pointwise ops, and of the fake kernel
+  const std::size_t n = static_cast<std::size_t>(x.numel());
+  if (n == 0) return out;
+  const at::Tensor input = in_layout_of(x, out);
+  const at::Tensor added = in_layout_of(residual, out);
+  const int64_t channels = x.size(1);
+  const std::size_t inner = channels > 1 ? static_cast<std::size_t>(input.stride(1)) : 1;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
+  check_launch(kName, with_parameter_types(kName, x, params.type, [&](auto tag, auto param_tag) {
+                 using T = typename decltype(tag)::type;
+                 using Param = typename decltype(param_tag)::type;
+                 return launch_scale_shift_residual_activation<T, Param>(
+                     activation, min_val, max_val, static_cast<const T*>(input.const_data_ptr()),
+                     parameter_pointer<Param>(params.scale), parameter_pointer<Param>(params.shift),
+                     static_cast<const T*>(added.const_data_ptr()), static_cast<T*>(out.mutable_data_ptr()), n,
+                     static_cast<std::size_t>(channels), inner, stream);
+               }));
+  return out;
+}
+
+/// Device memory from PyTorch's caching allocator for a launch's partial sums (TempAllocator): a
+/// byte tensor kept until the launch is enqueued; the allocator's stream order makes its reuse safe.
+struct TempTensor {
+  at::TensorOptions options;
+  at::Tensor storage;
+
+  static void* allocate(std::size_t bytes, void* context) {
+    TempTensor& temp = *static_cast<TempTensor*>(context);
+    temp.storage = at::empty({static_cast<int64_t>(bytes)}, temp.options);
+    return temp.storage.mutable_data_ptr();
+  }
+};
+
+std::tuple<at::Tensor, at::Tensor> scale_shift_activation_mean(const at::Tensor& x,
+                                                               const c10::optional<at::Tensor>& scale,
+                                                               const c10::optional<at::Tensor>& shift,
+                                                               c10::string_view activation_name, double min_val,
+                                                               double max_val) {
+  constexpr const char* kName = "scale_shift_activation_mean";
+  check_fused_input(kName, x);
+  TORCH_CHECK_VALUE(x.dim() >= 3, "hardact::", kName, ": x needs dimensions after the channel one to average over; got "
+                    "shape ", shape_string(x.sizes()));
+  const FusedActivation activation = parse_activation(kName, activation_name);
+  if (activation == FusedActivation::hardtanh) check_bounds(kName, min_val, max_val);
+  const bool nchw = x.is_contiguous();
+  if (x.numel() == 0 || (!nchw && !channels_last_like(x))) {
+    // Other layouts, and an empty x (whose mean over no position is NaN, as torch.mean's), through
+    // ATen: y by scale_shift_activation, its mean summed in float (double for float64), rounded once.
+    at::Tensor y = scale_shift_activation(x, scale, shift, activation_name, min_val, max_val);
+    std::vector<int64_t> dims;
+    for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+    const at::ScalarType sum_type = x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat;
+    at::Tensor mean = at::mean(y, at::IntArrayRef(dims), /*keepdim=*/false, sum_type).to(x.scalar_type()).contiguous();
+    return {std::move(y), std::move(mean)};
+  }
+  const ChannelParameters params = channel_parameters(kName, x, scale, shift);
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  at::Tensor out = at::empty_like(x);  // x's strides: x is dense here
+  const int64_t samples = x.size(0), channels = x.size(1);
+  at::Tensor mean = at::empty({samples, channels}, x.options());
+  const std::size_t positions = static_cast<std::size_t>(x.numel() / (samples * channels));
+  TempTensor temp{x.options().dtype(at::kByte), at::Tensor()};
+  const TempAllocator allocator{&TempTensor::allocate, &temp};
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
+  check_launch(kName, with_parameter_types(kName, x, params.type, [&](auto tag, auto param_tag) {
+                 using T = typename decltype(tag)::type;
+                 using Param = typename decltype(param_tag)::type;
+                 return launch_scale_shift_activation_mean<T, Param>(
+                     activation, min_val, max_val, static_cast<const T*>(x.const_data_ptr()),
+                     parameter_pointer<Param>(params.scale), parameter_pointer<Param>(params.shift),
+                     static_cast<T*>(out.mutable_data_ptr()), static_cast<T*>(mean.mutable_data_ptr()), nchw,
+                     static_cast<std::size_t>(samples), static_cast<std::size_t>(channels), positions, allocator,
+                     stream);
+               }));
+  return {std::move(out), std::move(mean)};
+}
+
 at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
   constexpr const char* kName = "hardsigmoid_gate";
   check_fused_input(kName, x);
@@ -164,9 +290,7 @@ at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
   // outermost: per_sample_channel, C values per sample of C * H * W elements). Other layouts go
   // through ATen with the same arithmetic (in float, double for float64; rounded once).
   const bool nchw = x.is_contiguous();
-  const bool channels_last = !nchw && x.dim() >= 3 && x.size(0) > 0 && x.size(1) > 0 &&
-                             x.is_non_overlapping_and_dense() && x.stride(1) == 1 &&
-                             x.stride(0) == x.numel() / x.size(0);
+  const bool channels_last = !nchw && channels_last_like(x);
   if (!nchw && !channels_last) {
     std::vector<int64_t> gate_shape(static_cast<std::size_t>(x.dim()), 1);
     gate_shape[0] = x.size(0);
@@ -207,11 +331,19 @@ TORCH_LIBRARY_FRAGMENT(hardact, m) {
   m.def(
       "residual_activation(Tensor x, Tensor residual, str activation=\"identity\", float min_val=-1., "
       "float max_val=1.) -> Tensor");
+  m.def(
+      "scale_shift_residual_activation(Tensor x, Tensor? scale, Tensor? shift, Tensor residual, "
+      "str activation=\"identity\", float min_val=-1., float max_val=1.) -> Tensor");
+  m.def(
+      "scale_shift_activation_mean(Tensor x, Tensor? scale, Tensor? shift, str activation=\"identity\", "
+      "float min_val=-1., float max_val=1.) -> (Tensor, Tensor)");
   m.def("hardsigmoid_gate(Tensor x, Tensor gate) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(hardact, CUDA, m) {
   m.impl("scale_shift_activation", &scale_shift_activation);
   m.impl("residual_activation", &residual_activation);
+  m.impl("scale_shift_residual_activation", &scale_shift_residual_activation);
+  m.impl("scale_shift_activation_mean", &scale_shift_activation_mean);
   m.impl("hardsigmoid_gate", &hardsigmoid_gate);
 }

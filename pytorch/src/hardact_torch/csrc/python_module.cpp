@@ -16,6 +16,9 @@
 
 #include <Python.h>
 
+#include <tuple>
+#include <utility>
+
 namespace {
 
 using at::Tensor;
@@ -74,6 +77,12 @@ constexpr char kScaleShiftElsewhere[] =
     "for 4-D x, e.g. torch.nn.functional.hardswish(...)";
 constexpr char kResidualElsewhere[] =
     "the same expression in torch operators: activation(x + residual), e.g. torch.nn.functional.relu6(x + residual)";
+constexpr char kScaleShiftResidualElsewhere[] =
+    "the same expression in torch operators: activation(x * scale.view(1, -1, 1, 1) + shift.view(1, -1, 1, 1) + "
+    "residual) for 4-D x, e.g. torch.nn.functional.relu6(...)";
+constexpr char kScaleShiftMeanElsewhere[] =
+    "the same expression in torch operators: y = activation(x * scale.view(1, -1, 1, 1) + shift.view(1, -1, 1, 1)) "
+    "for 4-D x, then y.mean((2, 3))";
 constexpr char kGateElsewhere[] =
     "the same expression in torch operators: x * torch.nn.functional.hardsigmoid(gate.view(N, C, 1, 1))";
 
@@ -225,6 +234,61 @@ PyObject* residual_activation(PyObject* /*module*/, PyObject* const* args, Py_ss
   END_HANDLE_TH_ERRORS
 }
 
+/// scale_shift_residual_activation(x, scale, shift, residual, activation, min_val, max_val) -> new tensor.
+PyObject* scale_shift_residual_activation(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  constexpr const char* kName = "scale_shift_residual_activation";
+  expect_arguments(kName, nargs, 7);
+  const Tensor& x = tensor_argument(kName, args[0], kScaleShiftResidualElsewhere);
+  const c10::optional<Tensor> scale = optional_tensor_argument(kName, args[1]);
+  const c10::optional<Tensor> shift = optional_tensor_argument(kName, args[2]);
+  const Tensor& residual = other_tensor_argument(kName, args[3]);
+  const c10::string_view activation = string_argument(args[4]);
+  const double min_val = float_argument(args[5]), max_val = float_argument(args[6]);
+  static const auto op =
+      find_op<Tensor(const Tensor&, const c10::optional<Tensor>&, const c10::optional<Tensor>&, const Tensor&,
+                     c10::string_view, double, double)>("hardact::scale_shift_residual_activation");
+  Tensor out;
+  {
+    const GilRelease no_gil;
+    out = op.call(x, scale, shift, residual, activation, min_val, max_val);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+/// scale_shift_activation_mean(x, scale, shift, activation, min_val, max_val) -> (y, mean).
+PyObject* scale_shift_activation_mean(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  constexpr const char* kName = "scale_shift_activation_mean";
+  expect_arguments(kName, nargs, 6);
+  const Tensor& x = tensor_argument(kName, args[0], kScaleShiftMeanElsewhere);
+  const c10::optional<Tensor> scale = optional_tensor_argument(kName, args[1]);
+  const c10::optional<Tensor> shift = optional_tensor_argument(kName, args[2]);
+  const c10::string_view activation = string_argument(args[3]);
+  const double min_val = float_argument(args[4]), max_val = float_argument(args[5]);
+  static const auto op =
+      find_op<std::tuple<Tensor, Tensor>(const Tensor&, const c10::optional<Tensor>&, const c10::optional<Tensor>&,
+                                         c10::string_view, double, double)>("hardact::scale_shift_activation_mean");
+  std::tuple<Tensor, Tensor> out;
+  {
+    const GilRelease no_gil;
+    out = op.call(x, scale, shift, activation, min_val, max_val);
+  }
+  PyObject* y = THPVariable_Wrap(std::move(std::get<0>(out)));
+  if (y == nullptr) return nullptr;
+  PyObject* mean = THPVariable_Wrap(std::move(std::get<1>(out)));
+  if (mean == nullptr) {
+    Py_DECREF(y);
+    return nullptr;
+  }
+  PyObject* pair = PyTuple_Pack(2, y, mean);  // new references to both; ours are dropped below
+  Py_DECREF(y);
+  Py_DECREF(mean);
+  return pair;
+  END_HANDLE_TH_ERRORS
+}
+
 /// hardsigmoid_gate(x, gate) -> new tensor.
 PyObject* hardsigmoid_gate(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
@@ -264,6 +328,10 @@ PyMethodDef methods[] = {
              "scale_shift_activation(x, scale, shift, activation, min_val, max_val) -> Tensor"),
     fastcall("residual_activation", residual_activation,
              "residual_activation(x, residual, activation, min_val, max_val) -> Tensor"),
+    fastcall("scale_shift_residual_activation", scale_shift_residual_activation,
+             "scale_shift_residual_activation(x, scale, shift, residual, activation, min_val, max_val) -> Tensor"),
+    fastcall("scale_shift_activation_mean", scale_shift_activation_mean,
+             "scale_shift_activation_mean(x, scale, shift, activation, min_val, max_val) -> (Tensor, Tensor)"),
     fastcall("hardsigmoid_gate", hardsigmoid_gate, "hardsigmoid_gate(x, gate) -> Tensor"),
     {nullptr, nullptr, 0, nullptr},
 };
