@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""Real networks in eval mode with and without hardact_torch's rewrites (fuse_batchnorm_activation,
-fuse_squeeze_excitation).
+"""Real networks in eval mode with and without hardact_torch's rewrites (fuse_blocks,
+fuse_batchnorm_activation, fuse_squeeze_excitation).
 
     python3 pytorch/bench/bench_fused_models.py
     python3 pytorch/bench/bench_fused_models.py --models mobilenetv3_large_100 --compiled none --reps 21
+    python3 pytorch/bench/bench_fused_models.py --no-blocks     # the rewrite without fuse_blocks
 
 Each model (timm or torchvision, random weights) is built once, put in eval mode and channels_last,
-and copied; the copy is rewritten: fuse_batchnorm_activation folds every BatchNorm followed by
-one of the activations hardact fuses (and timm's BatchNormAct2d) into one BatchNormActivation,
-fuse_squeeze_excitation makes each squeeze-excitation gated by a hard sigmoid multiply through one
-hardsigmoid_gate, then replace_activations swaps the remaining activation modules. Per dtype (float32, bfloat16),
+and copied; the copy is rewritten (bench_models.rewrite): fuse_blocks makes each inverted-residual
+and depthwise-separable block one FusedInvertedResidual (the squeeze's mean in the pass before it,
+the residual add in the projection's BatchNorm pass), fuse_batchnorm_activation folds every
+BatchNorm left followed by one of the activations hardact fuses (and timm's BatchNormAct2d) into one
+BatchNormActivation, fuse_squeeze_excitation makes each squeeze-excitation left gated by a hard
+sigmoid multiply through one hardsigmoid_gate, then replace_activations swaps the remaining
+activation modules. Per dtype (float32, bfloat16),
 eager (and compiled for --compiled models), timed as bench_models.py times (models taking turns,
 both orders; the ratio torch.nn / rewritten, >= 1: the rewrite is faster, with its 95% interval),
 with each forward's GPU profile: all kernels, and the BatchNorm and activation kernels.
@@ -33,7 +37,8 @@ import sys
 import torch
 from torch import nn
 
-from bench_models import RATIO_HEADER, benchmark_setup, build_eval, image_batch, ratio_cell, time_pair, warmed_modes
+from bench_models import (RATIO_HEADER, benchmark_setup, build_eval, image_batch, ratio_cell, rewrite, time_pair,
+                          warmed_modes)
 # checklib.py (comparison, test data, the installed package) lives with the tests.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
 from checklib import import_package
@@ -61,7 +66,7 @@ def gpu_profile(model, x: torch.Tensor) -> tuple[float, int, float, float]:
 
 
 def main() -> int:
-    setup = benchmark_setup(__doc__.split("\n\n")[0], "none")
+    setup = benchmark_setup(__doc__.split("\n\n")[0], "none", rewrite_options=True)
     if setup is None:
         return 2
     args, names, compiled, dtypes = setup
@@ -74,13 +79,14 @@ def main() -> int:
         if base is None:
             continue
         rewritten = copy.deepcopy(base)
-        fused = ha.fuse_batchnorm_activation(rewritten)
-        gates = ha.fuse_squeeze_excitation(rewritten)
+        counts = rewrite(rewritten, blocks=not args.no_blocks)
+        blocks, fused, gates = counts["blocks"], counts["batchnorms"], counts["squeeze_excitations"]
         swapped = ha.replace_activations(rewritten)
         left = sum(1 for m in rewritten.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm))
-        print(f"{name}: {fused} BatchNorms rewritten (with the activation after them, or alone), {gates} "
-              f"squeeze-excitations fused, {swapped} other activations replaced, {left} BatchNorms left")
-        if fused == 0:
+        print(f"{name}: {blocks} blocks fused, {fused} BatchNorms rewritten (with the activation after them, or "
+              f"alone), {gates} squeeze-excitations fused, {swapped} other activations replaced, {left} BatchNorms "
+              "left")
+        if blocks + fused == 0:
             failures.append(f"{name}: nothing was fused")
         for dtype in dtypes:
             x = image_batch(args, dtype)

@@ -113,6 +113,18 @@ def build_eval(name: str) -> nn.Module | None:
         return None
 
 
+def rewrite(model: nn.Module, blocks: bool = True) -> dict[str, int]:
+    """hardact's inference rewrite of an eval model, in place, as bench_fused_models.py and
+    bench_versus_compile.py time it: fuse_blocks (whole inverted-residual blocks), then
+    fuse_batchnorm_activation and fuse_squeeze_excitation for what is left (stem, head). blocks=False:
+    the rewrite without fuse_blocks (BatchNorms and squeeze-excitations module by module). Returns
+    how many each rewrote."""
+    counts = {"blocks": ha.fuse_blocks(model) if blocks else 0}
+    counts["batchnorms"] = ha.fuse_batchnorm_activation(model)
+    counts["squeeze_excitations"] = ha.fuse_squeeze_excitation(model)
+    return counts
+
+
 def warmed_modes(name: str, dtype: torch.dtype, base: nn.Module, other: nn.Module, compiled: set, x: torch.Tensor):
     """Yields (label, models, outputs) for eager and, when `name` is in `compiled`, for
     torch.compile(fullgraph=True): models holds copies of `base` ("torch.nn") and `other` ("hardact")
@@ -216,9 +228,10 @@ def check_training(name: str, base: nn.Module, failures: list) -> str:
     return f"all {len(list(ours.parameters()))} parameter gradients bit-identical"
 
 
-def benchmark_setup(description: str, compiled_default: str):
+def benchmark_setup(description: str, compiled_default: str, rewrite_options: bool = False):
     """Parses the real-network benchmarks' arguments and prints the header: (args, model names,
-    names also timed compiled, dtypes), or None when there is no GPU."""
+    names also timed compiled, dtypes), or None when there is no GPU. rewrite_options: also
+    --no-blocks, for the benchmarks of rewrite()."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--models", default=",".join(TIMM_MODELS + TORCHVISION_MODELS))
     parser.add_argument("--compiled", default=compiled_default,
@@ -229,6 +242,9 @@ def benchmark_setup(description: str, compiled_default: str):
     parser.add_argument("--iters", type=int, default=10, help="forwards per timing")
     parser.add_argument("--control", action="store_true",
                         help="also time each eager torch.nn model against a copy of itself (the method's noise)")
+    if rewrite_options:
+        parser.add_argument("--no-blocks", action="store_true",
+                            help="the rewrite without fuse_blocks (BatchNorms and squeeze-excitations one by one)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA GPU visible to PyTorch: nothing was run")
