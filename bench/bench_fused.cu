@@ -155,52 +155,6 @@ struct Multiply {
   }
 };
 
-/// What CUB reads for a broadcast operand: values[(i / inner) % period] for element i, the two
-/// divisions by multiply-and-shift (hardact::detail::FastDivmod, prepared on the host).
-template <class T>
-struct BroadcastValue {
-  const T* values;
-  hardact::detail::FastDivmod inner;
-  hardact::detail::FastDivmod period;
-
-  __host__ __device__ T operator()(std::uint64_t i) const {
-    std::uint64_t cycle = 0, channel = 0;
-    period.divmod(inner.divide(i), cycle, channel);
-    return values[channel];
-  }
-};
-
-/// A broadcast operand as a CUB input: a transform iterator over a counting iterator.
-template <class T>
-auto broadcast_iterator(const hardact::Broadcast<T>& b) {
-  using hardact::detail::FastDivmod;
-  return thrust::make_transform_iterator(thrust::counting_iterator<std::uint64_t>(0),
-                                         BroadcastValue<T>{b.values, FastDivmod::make(b.inner), FastDivmod::make(b.period)});
-}
-
-/// values[i % channels + channels * (i / span)]: a per_sample_channel operand as a CUB input.
-template <class T>
-struct SampleChannelValue {
-  const T* values;
-  std::uint64_t channels;
-  hardact::detail::FastDivmod channel;
-  hardact::detail::FastDivmod span;
-
-  __host__ __device__ T operator()(std::uint64_t i) const {
-    std::uint64_t unused = 0, c = 0;
-    channel.divmod(i, unused, c);
-    return values[c + channels * span.divide(i)];
-  }
-};
-
-template <class T>
-auto broadcast_iterator(const hardact::SampleBroadcast<T>& b) {
-  using hardact::detail::FastDivmod;
-  return thrust::make_transform_iterator(
-      thrust::counting_iterator<std::uint64_t>(0),
-      SampleChannelValue<T>{b.values, b.period, FastDivmod::make(b.period), FastDivmod::make(b.span)});
-}
-
 /// The device data of one case.
 template <class T>
 struct FusedOperands {

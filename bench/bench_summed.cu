@@ -20,7 +20,7 @@
 //            their storage is allocated once, outside the timing)
 //   plain    hardact::transform with a plain output: y alone (what the sums cost)
 //   cub      cub::DeviceTransform::Transform with the same policy (the broadcast operands as
-//            transform iterators, bench_fused.cu), then cub::DeviceSegmentedReduce::Sum over y,
+//            transform iterators, bench_interleaved.cuh), then cub::DeviceSegmentedReduce::Sum over y,
 //            one segment per (n, c): contiguous for NCHW, every C-th element for NHWC. Its
 //            temporary storage is allocated once, outside the timing.
 // Checked once per case before timing: cub's y against hardact's bit for bit (cub_mismatches, 0
@@ -68,20 +68,6 @@ SummedShape summed_shape(bool nchw, std::size_t batch, std::size_t channels, std
   for (const std::size_t d : dims) s.dims += (s.dims.empty() ? "" : "x") + std::to_string(d);
   return s;
 }
-
-/// What CUB reads for a per-channel vector: values[(i / inner) % period], the divisions by
-/// multiply-and-shift prepared on the host (as hardact's are).
-template <class T>
-struct ChannelValue {
-  const T* values;
-  hardact::detail::FastDivmod inner;
-  hardact::detail::FastDivmod period;
-  __host__ __device__ T operator()(std::uint64_t i) const {
-    std::uint64_t cycle = 0, channel = 0;
-    period.divmod(inner.divide(i), cycle, channel);
-    return values[channel];
-  }
-};
 
 /// Element j of segment k = (n, c) of channels-last y: y[(n * positions + j) * C + c].
 template <class T>
@@ -156,12 +142,8 @@ void run_summed(benchmark::State& state, const std::string& name, const SummedSh
   temp_storage_bytes = temp_bytes;
 
   // CUB: the transform, then the segmented reduction (its storage sized and allocated here).
-  const auto scale_values = thrust::make_transform_iterator(
-      thrust::counting_iterator<std::uint64_t>(0),
-      ChannelValue<float>{scale.as<const float>(), FastDivmod::make(inner), FastDivmod::make(s.channels)});
-  const auto shift_values = thrust::make_transform_iterator(
-      thrust::counting_iterator<std::uint64_t>(0),
-      ChannelValue<float>{shift.as<const float>(), FastDivmod::make(inner), FastDivmod::make(s.channels)});
+  const auto scale_values = broadcast_iterator(scales);
+  const auto shift_values = broadcast_iterator(shifts);
   const auto begins = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0),
                                                       SegmentBegin{static_cast<std::int64_t>(s.positions)});
   const auto cl_values = thrust::make_transform_iterator(
