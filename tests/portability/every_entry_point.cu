@@ -130,12 +130,13 @@ double hardact_host_reference(double x) {
   sum += static_cast<double>(HardSigmoidBackward{}(1.0f, f) + HardTanhBackward{}(1.0f, f) + HardSwishBackward{}(1.0f, f));
   sum += HardSwish{}(x) + HardSigmoid::onnx()(x);
   sum += hardact::bias_activation(HardSwish{})(x, 1.0) + hardact::scale_shift_activation(ReLU6{})(x, 2.0, 1.0) +
-         hardact::HardSigmoidGate{}(x, 0.5) + hardact::BiasActivationBackward<HardSwishBackward>{}(1.0, x, 0.5);
+         hardact::HardSigmoidGate{}(x, 0.5) + hardact::BiasActivationBackward<HardSwishBackward>{}(1.0, x, 0.5) +
+         hardact::scale_shift_residual_activation(ReLU6{})(x, 2.0, 1.0, 0.5);
   return (hardact::chain(Offset{1.0}, HardTanh{}).is_valid() && HardTanh{}.is_valid()) ? sum : 0.0;
 }
 
-// Broadcast operands, the fused epilogue policies and their gradients, and channel_sum (whose
-// first call, with no temporary storage, only sizes it).
+// Broadcast operands, the fused epilogue policies and their gradients, outputs with sums, and
+// channel_sum (whose first call, with no temporary storage, only sizes it).
 cudaError_t every_fused_entry_point(const ConsumerBuffers& b, std::size_t n, cudaStream_t stream) {
   const auto bias = hardact::per_channel(static_cast<const float*>(b.f32_b), 64);
   const hardact::Broadcast<float> per_nchw_channel{b.f32_b, 49, 64};
@@ -156,6 +157,18 @@ cudaError_t every_fused_entry_point(const ConsumerBuffers& b, std::size_t n, cud
                                                   bias, b.f32, n, stream));
   status = first_error(status, hardact::transform(hardact::ScaleShiftActivationBackward<HardTanhBackward>{}, b.f32,
                                                   b.f32_b, per_nchw_channel, per_nchw_channel, b.f32, n, stream));
+  // The residual after a folded BatchNorm; outputs with their sums: a squeeze's mean over
+  // channels-last bfloat16, and per-channel sums of NCHW float into double, with partial sums.
+  status = first_error(status, hardact::transform(hardact::scale_shift_residual_activation(ReLU6{}), b.f16,
+                                                  per_nchw_channel, per_nchw_channel, b.f16_b, b.f16, n, stream));
+  status = first_error(status, hardact::transform(hardact::scale_shift_activation(HardSwish{}), b.bf16_b, bias, bias,
+                                                  hardact::with_sample_channel_sums(b.bf16, b.f32, 64, 49, 1.0 / 49),
+                                                  n, stream));
+  auto per_channel_sums = hardact::with_channel_sums(b.f32, b.f64, 64, 49);
+  per_channel_sums.temp_storage = b.f64_b;
+  per_channel_sums.temp_storage_bytes = hardact::temp_storage_bytes(per_channel_sums, n);
+  status = first_error(status, hardact::transform(HardSigmoid{}, static_cast<const float*>(b.f32_b), per_channel_sums,
+                                                  n, stream));
   std::size_t temp_bytes = 0;
   status = first_error(status, hardact::channel_sum(nullptr, temp_bytes, b.bf16, n, 64, 49, b.bf16_b, stream));
   return status;

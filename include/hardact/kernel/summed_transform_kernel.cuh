@@ -34,6 +34,11 @@ namespace detail {
 template <class T>
 using accumulate_t = cuda::std::conditional_t<cuda::std::is_same_v<compute_t<T>, double>, double, float>;
 
+/// A count (a vector width, a block's threads) as an array extent: std::size_t, so that deducing it
+/// from an int parameter is no sign conversion.
+template <int Count>
+inline constexpr std::size_t kExtent = static_cast<std::size_t>(Count);
+
 /// How the dispatch layer laid a summing call out (shape only, so that the partial sums, and the
 /// temporary storage for them, do not depend on the device).
 struct SummedLayout {
@@ -89,7 +94,7 @@ __device__ __forceinline__ void transform_batch(const Op& op, const Broadcasts& 
                                                 const typename broadcast_values<Width, Broadcasts>::type& hoisted,
                                                 const std::size_t (&firsts)[kSummedVectorsInFlight],
                                                 const bool (&valid)[kSummedVectorsInFlight], TOut* out,
-                                                Acc (&acc)[Width], cuda::std::index_sequence<I...>,
+                                                Acc (&acc)[kExtent<Width>], cuda::std::index_sequence<I...>,
                                                 cuda::std::index_sequence<B...>, const TIn*... in) {
   constexpr int K = kSummedVectorsInFlight;
   cuda::std::tuple<AlignedVector<TIn, Width>...> loaded[K];
@@ -129,7 +134,8 @@ template <int BlockThreads, int Width, bool Hoisted, class Op, class Broadcasts,
           class... TIn>
 __device__ __forceinline__ void summed_rows_block(const Op& op, const SummedLayout& layout, const RowsGeometry& geometry,
                                                   const Broadcasts& broadcasts, const SumSink<Acc, TSum>& sink,
-                                                  std::size_t block, Acc (&shared)[BlockThreads][Width], TOut* out,
+                                                  std::size_t block,
+                                                  Acc (&shared)[kExtent<BlockThreads>][kExtent<Width>], TOut* out,
                                                   const TIn*... in) {
   const std::size_t chunks = layout.parts;
   const std::size_t slice = block % geometry.slices;
