@@ -10,7 +10,6 @@ folder is used outside the repository. GPU architectures: TORCH_CUDA_ARCH_LIST (
 """
 
 import os
-import shlex
 import pathlib
 import sys
 
@@ -61,9 +60,7 @@ setup(
                      "src/hardact_torch/csrc/checks.cu", "src/hardact_torch/csrc/autograd.cpp",
                      "src/hardact_torch/csrc/fused_autograd.cpp", "src/hardact_torch/csrc/python_module.cpp"],
             include_dirs=[hardact_include_dir()],
-            # HARDACT_TORCH_NVCC_FLAGS: more nvcc flags, for CI's build without a GPU (see
-            # scripts/check-pytorch-package); unset, the build is the README's.
-            extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3"] + shlex.split(os.environ.get("HARDACT_TORCH_NVCC_FLAGS", ""))},
+            extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3"]},
         )
     ],
     cmdclass={"build_ext": BuildExtension},
