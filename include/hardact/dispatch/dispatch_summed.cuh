@@ -37,7 +37,8 @@ inline std::size_t greatest_common_divisor(std::size_t a, std::size_t b) {
 /// Rows (inner 1) take chunks of at least one round of kSummedVectorsInFlight vectors a thread of
 /// the rows form at the output's 16-byte width (`nominal_width` elements), kSummedChunkElements
 /// elements and kSummedLeastChunkRows rows (so that the partial sums stay a few percent of the
-/// bytes), whole numbers of groups at every width up to 16, and at most kSummedMostChunks per span; runs (inner > 1) give one partial sum per run. Shape and output type only: the same call
+/// bytes), whole numbers of groups at every width up to 16, and at most kSummedMostChunks per
+/// span; runs (inner > 1) give one partial sum per run. Shape and output type only: the same call
 /// has the same partial sums, and the same temporary storage, on every device.
 inline bool summed_layout(std::size_t n, std::size_t inner, std::size_t period, std::size_t span,
                           std::size_t nominal_width, SummedLayout& layout) {
@@ -82,7 +83,8 @@ inline constexpr std::size_t kNominalSummedWidth = sizeof(T) >= 16 ? 1 : 16 / si
 template <class T, class TSum>
 std::size_t summed_temp_storage_bytes(const OutputWithSums<T, TSum>& output, std::size_t n) {
   SummedLayout layout;
-  if (n == 0 || !is_well_formed(output) || !summed_layout(n, output.inner, output.period, output.span, kNominalSummedWidth<T>, layout)) {
+  if (n == 0 || !is_well_formed(output) ||
+      !summed_layout(n, output.inner, output.period, output.span, kNominalSummedWidth<T>, layout)) {
     return 0;
   }
   return layout.parts > 1 ? layout.entries * layout.parts * sizeof(accumulate_t<T>) : 0;
@@ -166,8 +168,8 @@ cudaError_t launch_summed(const Op& op, const SummedLayout& layout, const Device
     config.gridDim = dim3(static_cast<unsigned int>(blocks < max_blocks ? blocks : max_blocks));
     if (kHasBroadcasts && hoisted_in_rows(located, geometry.group_elements, layout.span)) {
       status = cudaLaunchKernelEx(&config,
-                                  summed_rows_kernel<kThreads, Width, true, Op, Broadcasts, Acc, TSum, TOut, TIn...>, op,
-                                  layout, geometry, located, sink, out, in...);
+                                  summed_rows_kernel<kThreads, Width, true, Op, Broadcasts, Acc, TSum, TOut, TIn...>,
+                                  op, layout, geometry, located, sink, out, in...);
     } else {
       status = cudaLaunchKernelEx(
           &config, summed_rows_kernel<kThreads, Width, false, Op, Broadcasts, Acc, TSum, TOut, TIn...>, op,
@@ -185,8 +187,8 @@ cudaError_t launch_summed(const Op& op, const SummedLayout& layout, const Device
     config.gridDim = dim3(static_cast<unsigned int>(blocks < max_blocks ? blocks : max_blocks));
     if (kHasBroadcasts && hoisted_in_runs(located, layout.inner)) {
       status = cudaLaunchKernelEx(&config,
-                                  summed_runs_kernel<kThreads, Width, true, Op, Broadcasts, Acc, TSum, TOut, TIn...>, op,
-                                  layout, team, located, sink, out, in...);
+                                  summed_runs_kernel<kThreads, Width, true, Op, Broadcasts, Acc, TSum, TOut, TIn...>,
+                                  op, layout, team, located, sink, out, in...);
     } else {
       status = cudaLaunchKernelEx(
           &config, summed_runs_kernel<kThreads, Width, false, Op, Broadcasts, Acc, TSum, TOut, TIn...>, op,

@@ -132,7 +132,8 @@ __device__ __forceinline__ void transform_batch(const Op& op, const Broadcasts& 
 /// One block's share of summed_rows_kernel: block `block` of the call's blocks.
 template <int BlockThreads, int Width, bool Hoisted, class Op, class Broadcasts, class Acc, class TSum, class TOut,
           class... TIn>
-__device__ __forceinline__ void summed_rows_block(const Op& op, const SummedLayout& layout, const RowsGeometry& geometry,
+__device__ __forceinline__ void summed_rows_block(const Op& op, const SummedLayout& layout,
+                                                  const RowsGeometry& geometry,
                                                   const Broadcasts& broadcasts, const SumSink<Acc, TSum>& sink,
                                                   std::size_t block,
                                                   Acc (&shared)[kExtent<BlockThreads>][kExtent<Width>], TOut* out,
@@ -150,7 +151,8 @@ __device__ __forceinline__ void summed_rows_block(const Op& op, const SummedLayo
   const std::size_t period = layout.period;
   const std::size_t first_row = chunk * layout.rows_per_chunk;
   const std::size_t end_row =
-      first_row + layout.rows_per_chunk < layout.rows_per_span ? first_row + layout.rows_per_chunk : layout.rows_per_span;
+      first_row + layout.rows_per_chunk < layout.rows_per_span ? first_row + layout.rows_per_chunk
+                                                               : layout.rows_per_span;
   const std::size_t group_begin = first_row * period / geometry.group_elements;
   const std::size_t group_end = end_row * period / geometry.group_elements;
   const std::size_t base = span_index * layout.span + column * Width;
@@ -163,7 +165,8 @@ __device__ __forceinline__ void summed_rows_block(const Op& op, const SummedLayo
     constexpr int K = kSummedVectorsInFlight;
     constexpr auto kBroadcastIndexes = cuda::std::make_index_sequence<cuda::std::tuple_size_v<Broadcasts>>{};
     [[maybe_unused]] typename broadcast_values<Width, Broadcasts>::type hoisted[1];
-    if constexpr (Hoisted && cuda::std::tuple_size_v<Broadcasts> > 0) {  // the thread's channels, the same in every group
+    // The thread's channels, the same in every group.
+    if constexpr (Hoisted && cuda::std::tuple_size_v<Broadcasts> > 0) {
       const std::size_t first[1] = {base};
       load_broadcast_units<Width>(broadcasts, first, hoisted, kBroadcastIndexes);
     }
