@@ -33,8 +33,10 @@ using namespace hardact_test;
 /// Which sums of a [N, C, HW] batch (or a row-major [N * HW, C] array for `rows`).
 enum class SumsLayout { channels_last, nchw_planes, nchw_channels, rows };
 
-/// Which transform: one input, BatchNorm + activation (three), or with a residual (four).
-enum class Form { activation, scale_shift, scale_shift_residual };
+/// Which transform: one input, BatchNorm + activation (three), with a residual (four), or a bias
+/// that changes every two elements whatever the layout (values no thread can load once for all its
+/// vectors, which the summing kernels read per vector).
+enum class Form { activation, scale_shift, scale_shift_residual, bias_every_two_elements };
 
 struct SumsCase {
   SumsLayout layout;
@@ -45,7 +47,8 @@ struct SumsCase {
 
 std::string describe(const SumsCase& c) {
   static const char* const kLayouts[] = {"channels-last", "NCHW planes", "NCHW channels", "rows"};
-  static const char* const kForms[] = {"activation", "scale-shift", "scale-shift-residual"};
+  static const char* const kForms[] = {"activation", "scale-shift", "scale-shift-residual",
+                                       "bias-every-two-elements"};
   return std::string(kLayouts[static_cast<int>(c.layout)]) + " N " + std::to_string(c.samples) + " C " +
          std::to_string(c.channels) + " HW " + std::to_string(c.positions) + ", " + kForms[static_cast<int>(c.form)] +
          ", offset " + std::to_string(c.offset);
@@ -95,6 +98,9 @@ cudaError_t launch(const SumsCase& c, const T* x, const float* scale, const floa
       return hardact::transform(hardact::scale_shift_residual_activation(hardact::ReLU6{}), x,
                                 hardact::per_channel(scale, c.channels, inner),
                                 hardact::per_channel(shift, c.channels, inner), residual, out, n, stream);
+    case Form::bias_every_two_elements:
+      return hardact::transform(hardact::bias_activation(hardact::HardSwish{}), x,
+                                hardact::per_channel(shift, c.channels, 2), out, n, stream);
   }
   return cudaErrorInvalidValue;
 }
@@ -162,6 +168,11 @@ std::vector<SumsCase> cases(bool wide_elements) {
         for (std::size_t offset : {std::size_t{0}, std::size_t{1}}) all.push_back({layout, s[0], s[1], s[2], form, offset});
       }
     }
+  }
+  for (SumsLayout layout : {SumsLayout::channels_last, SumsLayout::nchw_planes, SumsLayout::nchw_channels,
+                            SumsLayout::rows}) {
+    all.push_back({layout, 2, 24, 49, Form::bias_every_two_elements, 0});
+    all.push_back({layout, 2, 40, 196, Form::bias_every_two_elements, 1});
   }
   all.push_back({SumsLayout::rows, 1, 64, 4099, Form::scale_shift, 0});
   all.push_back({SumsLayout::rows, 1, 7, 5000, Form::activation, 3});

@@ -78,6 +78,13 @@ inline bool summed_layout(std::size_t n, std::size_t inner, std::size_t period, 
 template <class T>
 inline constexpr std::size_t kNominalSummedWidth = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
 
+/// Bytes of the partial sums of a call laid out as `layout`, accumulated in Acc: none when each
+/// sum has one part.
+template <class Acc>
+std::size_t partial_sums_bytes(const SummedLayout& layout) {
+  return layout.parts > 1 ? layout.entries * layout.parts * sizeof(Acc) : 0;
+}
+
 /// Bytes of temporary storage a summing call of n elements needs: its partial sums, when there is
 /// more than one per sum; 0 otherwise, and for a malformed call (which the launcher refuses).
 template <class T, class TSum>
@@ -87,7 +94,7 @@ std::size_t summed_temp_storage_bytes(const OutputWithSums<T, TSum>& output, std
       !summed_layout(n, output.inner, output.period, output.span, kNominalSummedWidth<T>, layout)) {
     return 0;
   }
-  return layout.parts > 1 ? layout.entries * layout.parts * sizeof(accumulate_t<T>) : 0;
+  return partial_sums_bytes<accumulate_t<T>>(layout);
 }
 
 /// The rows form's geometry at `Width`, or false where the span is not whole groups or a group is
@@ -141,66 +148,102 @@ bool all_vector_aligned(const T*... pointers) {
   return ((address_of(pointers) % kVectorAlignment<T, Width> == 0) && ...);
 }
 
-/// Launches the summing kernels at the widest width from `Width` down that the pointers and the
-/// layout allow (width 1 always does), then adds the partial sums where there are several.
+/// Where a summing kernel is launched: the call's stream and its grid, capped by the device.
+inline cudaLaunchConfig_t summed_launch_config(std::size_t blocks, int threads, const DeviceProperties& device,
+                                               cudaStream_t stream) {
+  const std::size_t max_blocks = static_cast<std::size_t>(device.max_grid_dim_x);
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned int>(blocks < max_blocks ? blocks : max_blocks));
+  config.blockDim = dim3(static_cast<unsigned int>(threads));
+  config.stream = stream;
+  return config;
+}
+
+/// The rows form (inner 1) at `Width`, the widest the pointers and the layout allow, or else at
+/// width 1; values hoisted where every broadcast allows it, or else at width 1 without (the
+/// instantiations a call costs: TUNING.md#build-time). Width 1 always fits a well-formed call
+/// whose groups fit a 32-bit count.
 template <int Width, class Op, class Broadcasts, class Acc, class TSum, class TOut, class... TIn>
-cudaError_t launch_summed(const Op& op, const SummedLayout& layout, const DeviceProperties& device, cudaStream_t stream,
-                          const Broadcasts& broadcasts, const SumSink<Acc, TSum>& sink, TOut* out, const TIn*... in) {
+cudaError_t launch_summed_rows(const Op& op, const SummedLayout& layout, const DeviceProperties& device,
+                               cudaStream_t stream, const Broadcasts& broadcasts, const SumSink<Acc, TSum>& sink,
+                               TOut* out, const TIn*... in) {
   constexpr int kThreads = kSummedBlockThreads;
+  constexpr bool kHasBroadcasts = cuda::std::tuple_size_v<Broadcasts> > 0;
+  RowsGeometry geometry{};
+  const bool fits = rows_geometry<Width, kThreads>(layout, geometry);
+  const Broadcasts located = with_access<Width>(broadcasts, 0);
+  const bool hoisted = kHasBroadcasts && fits && hoisted_in_rows(located, geometry.group_elements, layout.span);
+  const auto launch = [&](auto kernel) {
+    const cudaLaunchConfig_t config = summed_launch_config(
+        (layout.n / layout.span) * layout.parts * geometry.slices, kThreads, device, stream);
+    return cudaLaunchKernelEx(&config, kernel, op, layout, geometry, located, sink, out, in...);
+  };
   if constexpr (Width > 1) {
     const bool aligned = all_vector_aligned<Width>(static_cast<const TOut*>(out), in...);
-    RowsGeometry geometry{};
-    const bool fits = layout.inner == 1 ? rows_geometry<Width, kThreads>(layout, geometry)
-                                        : layout.inner % static_cast<std::size_t>(Width) == 0;
-    if (!aligned || !fits) return launch_summed<Width / 2>(op, layout, device, stream, broadcasts, sink, out, in...);
-  }
-  const std::size_t max_blocks = static_cast<std::size_t>(device.max_grid_dim_x);
-  const Broadcasts located = with_access<Width>(broadcasts, 0);
-  constexpr bool kHasBroadcasts = cuda::std::tuple_size_v<Broadcasts> > 0;
-  cudaLaunchConfig_t config{};
-  config.blockDim = dim3(kThreads);
-  config.stream = stream;
-  cudaError_t status = cudaSuccess;
-  if (layout.inner == 1) {
-    RowsGeometry geometry{};
-    rows_geometry<Width, kThreads>(layout, geometry);
-    const std::size_t blocks = (layout.n / layout.span) * layout.parts * geometry.slices;
-    config.gridDim = dim3(static_cast<unsigned int>(blocks < max_blocks ? blocks : max_blocks));
-    if (kHasBroadcasts && hoisted_in_rows(located, geometry.group_elements, layout.span)) {
-      status = cudaLaunchKernelEx(&config,
-                                  summed_rows_kernel<kThreads, Width, true, Op, Broadcasts, Acc, TSum, TOut, TIn...>,
-                                  op, layout, geometry, located, sink, out, in...);
-    } else {
-      status = cudaLaunchKernelEx(
-          &config, summed_rows_kernel<kThreads, Width, false, Op, Broadcasts, Acc, TSum, TOut, TIn...>, op,
-          layout, geometry, located, sink, out, in...);
+    if (aligned && fits && (hoisted || !kHasBroadcasts)) {
+      return launch(summed_rows_kernel<kThreads, Width, kHasBroadcasts, Op, Broadcasts, Acc, TSum, TOut, TIn...>);
     }
+    return launch_summed_rows<1>(op, layout, device, stream, broadcasts, sink, out, in...);
   } else {
+    if (!fits) return cudaErrorInvalidValue;
+    if constexpr (kHasBroadcasts) {
+      if (hoisted) return launch(summed_rows_kernel<kThreads, 1, true, Op, Broadcasts, Acc, TSum, TOut, TIn...>);
+    }
+    return launch(summed_rows_kernel<kThreads, 1, false, Op, Broadcasts, Acc, TSum, TOut, TIn...>);
+  }
+}
+
+/// The runs form (inner > 1) at the widest width from `Width` down that the pointers and the run
+/// length allow (a run's length often allows only a narrower one: 196 bfloat16 elements, 4);
+/// values hoisted where every broadcast allows it, or else at width 1 without.
+template <int Width, class Op, class Broadcasts, class Acc, class TSum, class TOut, class... TIn>
+cudaError_t launch_summed_runs(const Op& op, const SummedLayout& layout, const DeviceProperties& device,
+                               cudaStream_t stream, const Broadcasts& broadcasts, const SumSink<Acc, TSum>& sink,
+                               TOut* out, const TIn*... in) {
+  constexpr int kThreads = kSummedBlockThreads;
+  constexpr bool kHasBroadcasts = cuda::std::tuple_size_v<Broadcasts> > 0;
+  const Broadcasts located = with_access<Width>(broadcasts, 0);
+  const bool hoisted = kHasBroadcasts && hoisted_in_runs(located, layout.inner);
+  const auto launch = [&](auto kernel) {
     const std::size_t vectors_per_run = layout.inner / static_cast<std::size_t>(Width);
     const std::size_t wanted_lanes =
         (vectors_per_run + kSummedVectorsInFlight - 1) / static_cast<std::size_t>(kSummedVectorsInFlight);
     std::uint32_t team = 1;
     while (team < 32 && team < wanted_lanes) team *= 2;
-    const std::size_t runs = layout.n / layout.inner;
     const std::size_t runs_per_block = static_cast<std::size_t>(kThreads) / team;
-    const std::size_t blocks = (runs + runs_per_block - 1) / runs_per_block;
-    config.gridDim = dim3(static_cast<unsigned int>(blocks < max_blocks ? blocks : max_blocks));
-    if (kHasBroadcasts && hoisted_in_runs(located, layout.inner)) {
-      status = cudaLaunchKernelEx(&config,
-                                  summed_runs_kernel<kThreads, Width, true, Op, Broadcasts, Acc, TSum, TOut, TIn...>,
-                                  op, layout, team, located, sink, out, in...);
-    } else {
-      status = cudaLaunchKernelEx(
-          &config, summed_runs_kernel<kThreads, Width, false, Op, Broadcasts, Acc, TSum, TOut, TIn...>, op,
-          layout, team, located, sink, out, in...);
+    const cudaLaunchConfig_t config = summed_launch_config(
+        (layout.n / layout.inner + runs_per_block - 1) / runs_per_block, kThreads, device, stream);
+    return cudaLaunchKernelEx(&config, kernel, op, layout, team, located, sink, out, in...);
+  };
+  if constexpr (Width > 1) {
+    if (kHasBroadcasts && !hoisted) {
+      return launch_summed_runs<1>(op, layout, device, stream, broadcasts, sink, out, in...);
     }
+    const bool aligned = all_vector_aligned<Width>(static_cast<const TOut*>(out), in...);
+    if (!aligned || layout.inner % static_cast<std::size_t>(Width) != 0) {
+      return launch_summed_runs<Width / 2>(op, layout, device, stream, broadcasts, sink, out, in...);
+    }
+    return launch(summed_runs_kernel<kThreads, Width, kHasBroadcasts, Op, Broadcasts, Acc, TSum, TOut, TIn...>);
+  } else {
+    if constexpr (kHasBroadcasts) {
+      if (hoisted) return launch(summed_runs_kernel<kThreads, 1, true, Op, Broadcasts, Acc, TSum, TOut, TIn...>);
+    }
+    return launch(summed_runs_kernel<kThreads, 1, false, Op, Broadcasts, Acc, TSum, TOut, TIn...>);
   }
+}
+
+/// Launches the summing kernels (rows or runs), then adds the partial sums where there are several.
+template <int Width, class Op, class Broadcasts, class Acc, class TSum, class TOut, class... TIn>
+cudaError_t launch_summed(const Op& op, const SummedLayout& layout, const DeviceProperties& device, cudaStream_t stream,
+                          const Broadcasts& broadcasts, const SumSink<Acc, TSum>& sink, TOut* out, const TIn*... in) {
+  const cudaError_t status =
+      layout.inner == 1 ? launch_summed_rows<Width>(op, layout, device, stream, broadcasts, sink, out, in...)
+                        : launch_summed_runs<Width>(op, layout, device, stream, broadcasts, sink, out, in...);
   if (status != cudaSuccess || layout.parts == 1) return status;
   const std::size_t sums_per_block = static_cast<std::size_t>(kSummedPartialsBlockThreads) /
-                                      (layout.parts <= kSummedPartsPerThread ? 1 : 32);
-  const std::size_t blocks = (layout.entries + sums_per_block - 1) / sums_per_block;
-  config.gridDim = dim3(static_cast<unsigned int>(blocks < max_blocks ? blocks : max_blocks));
-  config.blockDim = dim3(kSummedPartialsBlockThreads);
+                                     (layout.parts <= kSummedPartsPerThread ? 1 : 32);
+  const cudaLaunchConfig_t config = summed_launch_config((layout.entries + sums_per_block - 1) / sums_per_block,
+                                                         kSummedPartialsBlockThreads, device, stream);
   return cudaLaunchKernelEx(&config, sum_partials_kernel<Acc, TSum>, static_cast<const Acc*>(sink.partials),
                             layout.parts, layout.entries, sink.scale, sink.sums);
 }
@@ -212,11 +255,8 @@ cudaError_t launch_summed(const Op& op, const SummedLayout& layout, const Device
 template <int RequestedWidth, class Op, class Broadcasts, class TOut, class TSum, class... TIn>
 cudaError_t dispatch_summed(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts,
                             const OutputWithSums<TOut, TSum>& output, const TIn*... in) {
-  static_assert(sizeof...(TIn) >= 1, "hardact: transform needs at least one full-length input");
-  static_assert(!cuda::std::is_const_v<TOut> && !cuda::std::is_const_v<TSum>,
-                "hardact: the outputs and sums must not be const");
-  static_assert(cuda::std::is_trivially_copyable_v<TOut> && (cuda::std::is_trivially_copyable_v<TIn> && ...),
-                "hardact: element types must be trivially copyable");
+  static_assert(full_length_types_are_valid<TOut, TIn...>());
+  static_assert(!cuda::std::is_const_v<TSum>, "hardact: the sums must not be const");
   using Acc = accumulate_t<TOut>;
   constexpr int kWidth = VectorWidth<RequestedWidth, TOut, TIn...>::value;
 
@@ -227,20 +267,16 @@ cudaError_t dispatch_summed(const Op& op, std::size_t n, cudaStream_t stream, co
     return cudaErrorInvalidValue;
   }
   TOut* const out = output.values;
-  if (!is_usable_range(out, n) || !(is_usable_range(in, n) && ...)) return cudaErrorInvalidValue;
-  if ((overlaps_unsafely(out, in, n) || ...)) return cudaErrorInvalidValue;
+  if (const cudaError_t refused = check_full_length_arrays(out, n, in...); refused != cudaSuccess) return refused;
   if (!is_usable_range(output.sums, layout.entries) || ranges_overlap(output.sums, layout.entries, out, n) ||
       (ranges_overlap(output.sums, layout.entries, in, n) || ...)) {
     return cudaErrorInvalidValue;
   }
-  const std::size_t temp_bytes = layout.parts > 1 ? layout.entries * layout.parts * sizeof(Acc) : 0;
+  const std::size_t temp_bytes = partial_sums_bytes<Acc>(layout);
   if (temp_bytes > 0 && (output.temp_storage == nullptr || output.temp_storage_bytes < temp_bytes ||
                          address_of(output.temp_storage) % alignof(Acc) != 0)) {
     return cudaErrorInvalidValue;
   }
-#ifdef HARDACT_CHECK_POINTER_DEVICES  // opt-in: refuse pointers the current device cannot reach
-  if (const cudaError_t access = check_pointer_devices(out, in...); access != cudaSuccess) return access;
-#endif
   DeviceProperties device;
   const cudaError_t status = current_device_properties(device);
   if (status != cudaSuccess) return status;

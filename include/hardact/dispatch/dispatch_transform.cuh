@@ -158,6 +158,30 @@ cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, con
 
 // ---- The launch contract and the path ----
 
+/// The element types' rules, shared by every path: at least one full-length input, a writable
+/// output, trivially copyable elements.
+template <class TOut, class... TIn>
+constexpr bool full_length_types_are_valid() {
+  static_assert(sizeof...(TIn) >= 1, "hardact: transform needs at least one full-length input");
+  static_assert(!cuda::std::is_const_v<TOut>, "hardact: the output pointer must not point to const");
+  static_assert(cuda::std::is_trivially_copyable_v<TOut> && (cuda::std::is_trivially_copyable_v<TIn> && ...),
+                "hardact: element types must be trivially copyable");
+  return true;
+}
+
+/// The pointer checks of a call of n >= 1 elements, shared by every path: cudaErrorInvalidValue for
+/// a null or misaligned array or an output that overlaps an input other than exactly; with
+/// HARDACT_CHECK_POINTER_DEVICES, also an array the current device cannot reach.
+template <class TOut, class... TIn>
+cudaError_t check_full_length_arrays(TOut* out, std::size_t n, const TIn*... in) {
+  if (!is_usable_range(out, n) || !(is_usable_range(in, n) && ...)) return cudaErrorInvalidValue;
+  if ((overlaps_unsafely(out, in, n) || ...)) return cudaErrorInvalidValue;
+#ifdef HARDACT_CHECK_POINTER_DEVICES  // opt-in: refuse pointers the current device cannot reach
+  if (const cudaError_t access = check_pointer_devices(out, in...); access != cudaSuccess) return access;
+#endif
+  return cudaSuccess;
+}
+
 /// The whole launch contract for full-length inputs: validate, then launch once on `stream`.
 /// Returns cudaErrorInvalidValue, without touching the device, for an invalid policy (whatever n),
 /// a null or misaligned pointer, or an unsafe overlap; otherwise n == 0 is a no-op that makes no
@@ -167,20 +191,12 @@ cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, con
 template <int RequestedWidth, class Op, class Broadcasts, class TOut, class... TIn>
 cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts,
                                TOut* out, const TIn*... in) {
-  static_assert(sizeof...(TIn) >= 1, "hardact: transform needs at least one full-length input");
-  static_assert(!cuda::std::is_const_v<TOut>, "hardact: the output pointer must not point to const");
-  static_assert(cuda::std::is_trivially_copyable_v<TOut> && (cuda::std::is_trivially_copyable_v<TIn> && ...),
-                "hardact: element types must be trivially copyable");
+  static_assert(full_length_types_are_valid<TOut, TIn...>());
   constexpr int kWidth = VectorWidth<RequestedWidth, TOut, TIn...>::value;
 
   if (!policy_is_valid(op)) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
-  if (!is_usable_range(out, n) || !(is_usable_range(in, n) && ...)) return cudaErrorInvalidValue;
-  if ((overlaps_unsafely(out, in, n) || ...)) return cudaErrorInvalidValue;
-#ifdef HARDACT_CHECK_POINTER_DEVICES  // opt-in: refuse pointers the current device cannot reach
-  if (const cudaError_t access = check_pointer_devices(out, in...); access != cudaSuccess) return access;
-#endif
-
+  if (const cudaError_t refused = check_full_length_arrays(out, n, in...); refused != cudaSuccess) return refused;
   DeviceProperties device;
   const cudaError_t status = current_device_properties(device);
   if (status != cudaSuccess) return status;
