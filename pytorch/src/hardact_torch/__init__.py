@@ -220,6 +220,17 @@ def _compute_dtype(x: torch.Tensor) -> torch.dtype:
     return torch.float64 if x.dtype == torch.float64 else torch.float32
 
 
+def _scale_shift_reference(x: torch.Tensor, scale: torch.Tensor | None, shift: torch.Tensor | None) -> torch.Tensor:
+    """x * scale[c] + shift[c] in torch operators, in the compute dtype (what Inductor fuses)."""
+    dtype = _compute_dtype(x)
+    z = x.to(dtype)
+    if scale is not None:
+        z = z * _channel_view(scale, x).to(dtype)
+    if shift is not None:
+        z = z + _channel_view(shift, x).to(dtype)
+    return z
+
+
 def scale_shift_activation(x: torch.Tensor, scale: torch.Tensor | None, shift: torch.Tensor | None,
                            activation: str = "identity", min_val: float = -1.0, max_val: float = 1.0) -> torch.Tensor:
     """activation(x * scale[c] + shift[c]) for c along dim 1 of x (a channel of NCHW or channels-last
@@ -230,13 +241,8 @@ def scale_shift_activation(x: torch.Tensor, scale: torch.Tensor | None, shift: t
     In float32 bit for bit `act(x * scale.view(C, 1, 1) + shift.view(C, 1, 1))`; float16 and
     bfloat16 round once, at the end. Differentiable in x, scale and shift."""
     if _is_compiling():
-        dtype = _compute_dtype(x)
-        z = x.to(dtype)
-        if scale is not None:
-            z = z * _channel_view(scale, x).to(dtype)
-        if shift is not None:
-            z = z + _channel_view(shift, x).to(dtype)
-        return _activation_reference(z, activation, min_val, max_val).to(x.dtype)
+        return _activation_reference(_scale_shift_reference(x, scale, shift), activation, min_val,
+                                     max_val).to(x.dtype)
     return _C.scale_shift_activation(x, scale, shift, activation, float(min_val), float(max_val))
 
 
@@ -265,13 +271,8 @@ def scale_shift_residual_activation(x: torch.Tensor, scale: torch.Tensor | None,
     residual added in turn, rounded once; float32 bit for bit `act(x * scale.view(C, 1, 1) +
     shift.view(C, 1, 1) + residual)`. Differentiable in x, scale, shift and residual."""
     if _is_compiling():
-        dtype = _compute_dtype(x)
-        z = x.to(dtype)
-        if scale is not None:
-            z = z * _channel_view(scale, x).to(dtype)
-        if shift is not None:
-            z = z + _channel_view(shift, x).to(dtype)
-        return _activation_reference(z + residual.to(dtype), activation, min_val, max_val).to(x.dtype)
+        z = _scale_shift_reference(x, scale, shift) + residual.to(_compute_dtype(x))
+        return _activation_reference(z, activation, min_val, max_val).to(x.dtype)
     return _C.scale_shift_residual_activation(x, scale, shift, residual, activation, float(min_val), float(max_val))
 
 

@@ -24,6 +24,8 @@
 #include <torch/csrc/autograd/saved_variable.h>
 #include <torch/library.h>
 
+#include <array>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -116,37 +118,31 @@ variable_list scale_shift_gradients(const torch::autograd::Node& node, FusedActi
   return grad_inputs;
 }
 
-struct ScaleShiftActivationBackward final : torch::autograd::TraceableFunction {
+/// The backward of the scale-and-shift family: act(x * scale + shift), with a residual added
+/// (`residual` form), or with the mean of its output per (n, c) as a second output (`mean` form).
+struct ScaleShiftBackward final : torch::autograd::TraceableFunction {
+  enum class Form { plain, residual, mean };
+
   variable_list apply(variable_list&& grads) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!grads[0].defined()) return variable_list(3);
-    return scale_shift_gradients(*this, activation, min_val, max_val, grads[0], saved_x.unpack(),
+    const Tensor x = saved_x.unpack();
+    Tensor grad = grads[0];
+    if (form == Form::mean && grads[1].defined()) {
+      // The mean's gradient reaches every position of its (n, c) divided by their count, as
+      // torch.mean's does; added to y's where both are used.
+      const at::ScalarType type = compute_type(x);
+      const c10::SymInt planes = x.sym_size(0) * x.sym_size(1);
+      const c10::SymInt positions = planes == 0 ? c10::SymInt(1) : x.sym_numel() / planes;
+      const Tensor spread = broadcast_view(grads[1].to(type), x, true) / c10::Scalar(positions);
+      grad = grad.defined() ? grad.to(type) + spread : spread.expand_symint(x.sym_sizes());
+    }
+    if (!grad.defined()) return variable_list(form == Form::residual ? 4 : 3);
+    return scale_shift_gradients(*this, activation, min_val, max_val, grad, x,
                                  has_scale ? saved_scale.unpack() : Tensor(),
-                                 has_shift ? saved_shift.unpack() : Tensor(), Tensor());
+                                 has_shift ? saved_shift.unpack() : Tensor(),
+                                 form == Form::residual ? saved_residual.unpack() : Tensor());
   }
-  std::string name() const override { return "HardactBackward<scale_shift_activation>"; }
-  void release_variables() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    saved_x.reset_data();
-    saved_scale.reset_data();
-    saved_shift.reset_data();
-  }
-
-  FusedActivation activation = FusedActivation::identity;
-  double min_val = -1.0, max_val = 1.0;
-  bool has_scale = false, has_shift = false;
-  SavedVariable saved_x, saved_scale, saved_shift;
-};
-
-struct ScaleShiftResidualActivationBackward final : torch::autograd::TraceableFunction {
-  variable_list apply(variable_list&& grads) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!grads[0].defined()) return variable_list(4);
-    return scale_shift_gradients(*this, activation, min_val, max_val, grads[0], saved_x.unpack(),
-                                 has_scale ? saved_scale.unpack() : Tensor(),
-                                 has_shift ? saved_shift.unpack() : Tensor(), saved_residual.unpack());
-  }
-  std::string name() const override { return "HardactBackward<scale_shift_residual_activation>"; }
+  std::string name() const override { return std::string("HardactBackward<") + op_name + ">"; }
   void release_variables() override {
     std::lock_guard<std::mutex> lock(mutex_);
     saved_x.reset_data();
@@ -155,45 +151,12 @@ struct ScaleShiftResidualActivationBackward final : torch::autograd::TraceableFu
     saved_residual.reset_data();
   }
 
+  Form form = Form::plain;
+  const char* op_name = "";
   FusedActivation activation = FusedActivation::identity;
   double min_val = -1.0, max_val = 1.0;
   bool has_scale = false, has_shift = false;
   SavedVariable saved_x, saved_scale, saved_shift, saved_residual;
-};
-
-struct ScaleShiftActivationMeanBackward final : torch::autograd::TraceableFunction {
-  variable_list apply(variable_list&& grads) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const Tensor& grad_y = grads[0];
-    const Tensor& grad_mean = grads[1];
-    if (!grad_y.defined() && !grad_mean.defined()) return variable_list(3);
-    const Tensor x = saved_x.unpack();
-    const at::ScalarType type = compute_type(x);
-    // The mean's gradient reaches every position of its (n, c) divided by their count, as
-    // torch.mean's does; added to y's where both are used.
-    Tensor grad = grad_y.defined() ? grad_y.to(type) : Tensor();
-    if (grad_mean.defined()) {
-      const c10::SymInt planes = x.sym_size(0) * x.sym_size(1);
-      const c10::SymInt positions = planes == 0 ? c10::SymInt(1) : x.sym_numel() / planes;
-      const Tensor spread = broadcast_view(grad_mean.to(type), x, true) / c10::Scalar(positions);
-      grad = grad.defined() ? grad + spread : spread.expand_symint(x.sym_sizes());
-    }
-    return scale_shift_gradients(*this, activation, min_val, max_val, grad, x,
-                                 has_scale ? saved_scale.unpack() : Tensor(),
-                                 has_shift ? saved_shift.unpack() : Tensor(), Tensor());
-  }
-  std::string name() const override { return "HardactBackward<scale_shift_activation_mean>"; }
-  void release_variables() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    saved_x.reset_data();
-    saved_scale.reset_data();
-    saved_shift.reset_data();
-  }
-
-  FusedActivation activation = FusedActivation::identity;
-  double min_val = -1.0, max_val = 1.0;
-  bool has_scale = false, has_shift = false;
-  SavedVariable saved_x, saved_scale, saved_shift;
 };
 
 struct ResidualActivationBackward final : torch::autograd::TraceableFunction {
@@ -269,35 +232,52 @@ using ScaleShiftMeanSignature = std::tuple<Tensor, Tensor>(const Tensor&, const 
                                                            double);
 using GateSignature = Tensor(const Tensor&, const Tensor&);
 
-Tensor scale_shift_activation_autograd(DispatchKeySet keys, const Tensor& x, const c10::optional<Tensor>& scale,
-                                       const c10::optional<Tensor>& shift, c10::string_view activation, double min_val,
-                                       double max_val) {
-  static const auto op = find_op<ScaleShiftSignature>("hardact::scale_shift_activation");
+/// The scale-and-shift family's autograd kernel: refuses dual tensors, runs the op below autograd
+/// (`run`), then records a ScaleShiftBackward node on `outputs(result)` when an input requires grad.
+/// `residual` is undefined but for the residual form.
+template <class Result, class Run, class Outputs>
+Result scale_shift_family_autograd(ScaleShiftBackward::Form form, const char* op_name, const Tensor& x,
+                                   const c10::optional<Tensor>& scale, const c10::optional<Tensor>& shift,
+                                   const Tensor& residual, c10::string_view activation, double min_val,
+                                   double max_val, Run&& run, Outputs&& outputs) {
   const Tensor scale_tensor = scale.has_value() ? *scale : Tensor();
   const Tensor shift_tensor = shift.has_value() ? *shift : Tensor();
-  refuse_forward_ad("scale_shift_activation", x);
-  refuse_forward_ad("scale_shift_activation", scale_tensor);
-  refuse_forward_ad("scale_shift_activation", shift_tensor);
-  const bool requires_grad = torch::autograd::compute_requires_grad(x, scale_tensor, shift_tensor);
-  Tensor out;
+  for (const Tensor* t : {&x, &scale_tensor, &shift_tensor, &residual}) refuse_forward_ad(op_name, *t);
+  const bool requires_grad = torch::autograd::compute_requires_grad(x, scale_tensor, shift_tensor, residual);
+  Result result;
   {
     const at::AutoDispatchBelowADInplaceOrView guard;
-    out = op.redispatch(keys & kBelowAutograd, x, scale, shift, activation, min_val, max_val);
+    result = run();
   }
   if (requires_grad) {
-    auto node = new_node(new ScaleShiftActivationBackward());
-    node->activation = hardact_torch::parse_activation("scale_shift_activation", activation);
+    auto node = new_node(new ScaleShiftBackward());
+    node->form = form;
+    node->op_name = op_name;
+    node->activation = hardact_torch::parse_activation(op_name, activation);
     node->min_val = min_val;
     node->max_val = max_val;
     node->has_scale = scale_tensor.defined();
     node->has_shift = shift_tensor.defined();
-    node->set_next_edges(torch::autograd::collect_next_edges(x, scale_tensor, shift_tensor));
+    node->set_next_edges(form == ScaleShiftBackward::Form::residual
+                             ? torch::autograd::collect_next_edges(x, scale_tensor, shift_tensor, residual)
+                             : torch::autograd::collect_next_edges(x, scale_tensor, shift_tensor));
     node->saved_x = SavedVariable(x, false);
     if (node->has_scale) node->saved_scale = SavedVariable(scale_tensor, false);
     if (node->has_shift) node->saved_shift = SavedVariable(shift_tensor, false);
-    torch::autograd::set_history(out, node);
+    if (residual.defined()) node->saved_residual = SavedVariable(residual, false);
+    for (Tensor& output : outputs(result)) torch::autograd::set_history(output, node);  // in output order
   }
-  return out;
+  return result;
+}
+
+Tensor scale_shift_activation_autograd(DispatchKeySet keys, const Tensor& x, const c10::optional<Tensor>& scale,
+                                       const c10::optional<Tensor>& shift, c10::string_view activation, double min_val,
+                                       double max_val) {
+  static const auto op = find_op<ScaleShiftSignature>("hardact::scale_shift_activation");
+  return scale_shift_family_autograd<Tensor>(
+      ScaleShiftBackward::Form::plain, "scale_shift_activation", x, scale, shift, Tensor(), activation, min_val,
+      max_val, [&] { return op.redispatch(keys & kBelowAutograd, x, scale, shift, activation, min_val, max_val); },
+      [](Tensor& out) { return std::array<std::reference_wrapper<Tensor>, 1>{out}; });
 }
 
 Tensor residual_activation_autograd(DispatchKeySet keys, const Tensor& x, const Tensor& residual,
@@ -329,34 +309,11 @@ Tensor scale_shift_residual_activation_autograd(DispatchKeySet keys, const Tenso
                                                 const Tensor& residual, c10::string_view activation, double min_val,
                                                 double max_val) {
   static const auto op = find_op<ScaleShiftResidualSignature>("hardact::scale_shift_residual_activation");
-  constexpr const char* kName = "scale_shift_residual_activation";
-  const Tensor scale_tensor = scale.has_value() ? *scale : Tensor();
-  const Tensor shift_tensor = shift.has_value() ? *shift : Tensor();
-  refuse_forward_ad(kName, x);
-  refuse_forward_ad(kName, scale_tensor);
-  refuse_forward_ad(kName, shift_tensor);
-  refuse_forward_ad(kName, residual);
-  const bool requires_grad = torch::autograd::compute_requires_grad(x, scale_tensor, shift_tensor, residual);
-  Tensor out;
-  {
-    const at::AutoDispatchBelowADInplaceOrView guard;
-    out = op.redispatch(keys & kBelowAutograd, x, scale, shift, residual, activation, min_val, max_val);
-  }
-  if (requires_grad) {
-    auto node = new_node(new ScaleShiftResidualActivationBackward());
-    node->activation = hardact_torch::parse_activation(kName, activation);
-    node->min_val = min_val;
-    node->max_val = max_val;
-    node->has_scale = scale_tensor.defined();
-    node->has_shift = shift_tensor.defined();
-    node->set_next_edges(torch::autograd::collect_next_edges(x, scale_tensor, shift_tensor, residual));
-    node->saved_x = SavedVariable(x, false);
-    if (node->has_scale) node->saved_scale = SavedVariable(scale_tensor, false);
-    if (node->has_shift) node->saved_shift = SavedVariable(shift_tensor, false);
-    node->saved_residual = SavedVariable(residual, false);
-    torch::autograd::set_history(out, node);
-  }
-  return out;
+  return scale_shift_family_autograd<Tensor>(
+      ScaleShiftBackward::Form::residual, "scale_shift_residual_activation", x, scale, shift, residual, activation,
+      min_val, max_val,
+      [&] { return op.redispatch(keys & kBelowAutograd, x, scale, shift, residual, activation, min_val, max_val); },
+      [](Tensor& out) { return std::array<std::reference_wrapper<Tensor>, 1>{out}; });
 }
 
 std::tuple<Tensor, Tensor> scale_shift_activation_mean_autograd(DispatchKeySet keys, const Tensor& x,
@@ -365,34 +322,12 @@ std::tuple<Tensor, Tensor> scale_shift_activation_mean_autograd(DispatchKeySet k
                                                                 c10::string_view activation, double min_val,
                                                                 double max_val) {
   static const auto op = find_op<ScaleShiftMeanSignature>("hardact::scale_shift_activation_mean");
-  constexpr const char* kName = "scale_shift_activation_mean";
-  const Tensor scale_tensor = scale.has_value() ? *scale : Tensor();
-  const Tensor shift_tensor = shift.has_value() ? *shift : Tensor();
-  refuse_forward_ad(kName, x);
-  refuse_forward_ad(kName, scale_tensor);
-  refuse_forward_ad(kName, shift_tensor);
-  const bool requires_grad = torch::autograd::compute_requires_grad(x, scale_tensor, shift_tensor);
-  std::tuple<Tensor, Tensor> out;
-  {
-    const at::AutoDispatchBelowADInplaceOrView guard;
-    out = op.redispatch(keys & kBelowAutograd, x, scale, shift, activation, min_val, max_val);
-  }
-  if (requires_grad) {
-    auto node = new_node(new ScaleShiftActivationMeanBackward());
-    node->activation = hardact_torch::parse_activation(kName, activation);
-    node->min_val = min_val;
-    node->max_val = max_val;
-    node->has_scale = scale_tensor.defined();
-    node->has_shift = shift_tensor.defined();
-    node->set_next_edges(torch::autograd::collect_next_edges(x, scale_tensor, shift_tensor));
-    node->saved_x = SavedVariable(x, false);
-    if (node->has_scale) node->saved_scale = SavedVariable(scale_tensor, false);
-    if (node->has_shift) node->saved_shift = SavedVariable(shift_tensor, false);
-    // Outputs 0 (y) and 1 (mean) of the node, in this order.
-    torch::autograd::set_history(std::get<0>(out), node);
-    torch::autograd::set_history(std::get<1>(out), node);
-  }
-  return out;
+  return scale_shift_family_autograd<std::tuple<Tensor, Tensor>>(
+      ScaleShiftBackward::Form::mean, "scale_shift_activation_mean", x, scale, shift, Tensor(), activation, min_val,
+      max_val, [&] { return op.redispatch(keys & kBelowAutograd, x, scale, shift, activation, min_val, max_val); },
+      [](std::tuple<Tensor, Tensor>& out) {  // y, then the mean: the node's outputs 0 and 1
+        return std::array<std::reference_wrapper<Tensor>, 2>{std::get<0>(out), std::get<1>(out)};
+      });
 }
 
 Tensor hardsigmoid_gate_autograd(DispatchKeySet keys, const Tensor& x, const Tensor& gate) {

@@ -16,7 +16,9 @@
 
 #include <Python.h>
 
+#include <cstddef>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 namespace {
@@ -193,118 +195,74 @@ c10::string_view string_argument(PyObject* object) {
   return c10::string_view(text, static_cast<std::size_t>(size));
 }
 
-/// scale_shift_activation(x, scale, shift, activation, min_val, max_val) -> new tensor.
-PyObject* scale_shift_activation(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
-  HANDLE_TH_ERRORS
-  constexpr const char* kName = "scale_shift_activation";
-  expect_arguments(kName, nargs, 6);
-  const Tensor& x = tensor_argument(kName, args[0], kScaleShiftElsewhere);
-  const c10::optional<Tensor> scale = optional_tensor_argument(kName, args[1]);
-  const c10::optional<Tensor> shift = optional_tensor_argument(kName, args[2]);
-  const c10::string_view activation = string_argument(args[3]);
-  const double min_val = float_argument(args[4]), max_val = float_argument(args[5]);
-  static const auto op = find_op<Tensor(const Tensor&, const c10::optional<Tensor>&, const c10::optional<Tensor>&,
-                                        c10::string_view, double, double)>("hardact::scale_shift_activation");
-  Tensor out;
-  {
-    const GilRelease no_gil;
-    out = op.call(x, scale, shift, activation, min_val, max_val);
+/// A Python argument after x as the operator's parameter of type `Parameter`.
+template <class Parameter>
+struct PythonArgument;
+template <>
+struct PythonArgument<const Tensor&> {
+  static Tensor from(const char* name, PyObject* object) { return other_tensor_argument(name, object); }
+};
+template <>
+struct PythonArgument<const c10::optional<Tensor>&> {
+  static c10::optional<Tensor> from(const char* name, PyObject* object) {
+    return optional_tensor_argument(name, object);
   }
-  return THPVariable_Wrap(std::move(out));
-  END_HANDLE_TH_ERRORS
-}
+};
+template <>
+struct PythonArgument<c10::string_view> {
+  static c10::string_view from(const char* /*name*/, PyObject* object) { return string_argument(object); }
+};
+template <>
+struct PythonArgument<double> {
+  static double from(const char* /*name*/, PyObject* object) { return float_argument(object); }
+};
 
-/// residual_activation(x, residual, activation, min_val, max_val) -> new tensor.
-PyObject* residual_activation(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
-  HANDLE_TH_ERRORS
-  constexpr const char* kName = "residual_activation";
-  expect_arguments(kName, nargs, 5);
-  const Tensor& x = tensor_argument(kName, args[0], kResidualElsewhere);
-  const Tensor& residual = other_tensor_argument(kName, args[1]);
-  const c10::string_view activation = string_argument(args[2]);
-  const double min_val = float_argument(args[3]), max_val = float_argument(args[4]);
-  static const auto op = find_op<Tensor(const Tensor&, const Tensor&, c10::string_view, double, double)>(
-      "hardact::residual_activation");
-  Tensor out;
-  {
-    const GilRelease no_gil;
-    out = op.call(x, residual, activation, min_val, max_val);
-  }
-  return THPVariable_Wrap(std::move(out));
-  END_HANDLE_TH_ERRORS
-}
+PyObject* wrap_result(Tensor out) { return THPVariable_Wrap(std::move(out)); }
 
-/// scale_shift_residual_activation(x, scale, shift, residual, activation, min_val, max_val) -> new tensor.
-PyObject* scale_shift_residual_activation(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
-  HANDLE_TH_ERRORS
-  constexpr const char* kName = "scale_shift_residual_activation";
-  expect_arguments(kName, nargs, 7);
-  const Tensor& x = tensor_argument(kName, args[0], kScaleShiftResidualElsewhere);
-  const c10::optional<Tensor> scale = optional_tensor_argument(kName, args[1]);
-  const c10::optional<Tensor> shift = optional_tensor_argument(kName, args[2]);
-  const Tensor& residual = other_tensor_argument(kName, args[3]);
-  const c10::string_view activation = string_argument(args[4]);
-  const double min_val = float_argument(args[5]), max_val = float_argument(args[6]);
-  static const auto op =
-      find_op<Tensor(const Tensor&, const c10::optional<Tensor>&, const c10::optional<Tensor>&, const Tensor&,
-                     c10::string_view, double, double)>("hardact::scale_shift_residual_activation");
-  Tensor out;
-  {
-    const GilRelease no_gil;
-    out = op.call(x, scale, shift, residual, activation, min_val, max_val);
-  }
-  return THPVariable_Wrap(std::move(out));
-  END_HANDLE_TH_ERRORS
-}
-
-/// scale_shift_activation_mean(x, scale, shift, activation, min_val, max_val) -> (y, mean).
-PyObject* scale_shift_activation_mean(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
-  HANDLE_TH_ERRORS
-  constexpr const char* kName = "scale_shift_activation_mean";
-  expect_arguments(kName, nargs, 6);
-  const Tensor& x = tensor_argument(kName, args[0], kScaleShiftMeanElsewhere);
-  const c10::optional<Tensor> scale = optional_tensor_argument(kName, args[1]);
-  const c10::optional<Tensor> shift = optional_tensor_argument(kName, args[2]);
-  const c10::string_view activation = string_argument(args[3]);
-  const double min_val = float_argument(args[4]), max_val = float_argument(args[5]);
-  static const auto op =
-      find_op<std::tuple<Tensor, Tensor>(const Tensor&, const c10::optional<Tensor>&, const c10::optional<Tensor>&,
-                                         c10::string_view, double, double)>("hardact::scale_shift_activation_mean");
-  std::tuple<Tensor, Tensor> out;
-  {
-    const GilRelease no_gil;
-    out = op.call(x, scale, shift, activation, min_val, max_val);
-  }
-  PyObject* y = THPVariable_Wrap(std::move(std::get<0>(out)));
-  if (y == nullptr) return nullptr;
-  PyObject* mean = THPVariable_Wrap(std::move(std::get<1>(out)));
-  if (mean == nullptr) {
-    Py_DECREF(y);
+PyObject* wrap_result(std::tuple<Tensor, Tensor> out) {
+  PyObject* first = THPVariable_Wrap(std::move(std::get<0>(out)));
+  if (first == nullptr) return nullptr;
+  PyObject* second = THPVariable_Wrap(std::move(std::get<1>(out)));
+  if (second == nullptr) {
+    Py_DECREF(first);
     return nullptr;
   }
-  PyObject* pair = PyTuple_Pack(2, y, mean);  // new references to both; ours are dropped below
-  Py_DECREF(y);
-  Py_DECREF(mean);
+  PyObject* pair = PyTuple_Pack(2, first, second);  // new references to both; ours are dropped below
+  Py_DECREF(first);
+  Py_DECREF(second);
   return pair;
+}
+
+template <const char* Op, const char* Elsewhere, class Result, class... Rest, std::size_t... I>
+PyObject* call_fused(PyObject* const* args, std::index_sequence<I...>) {
+  const char* const name = Op + sizeof("hardact::") - 1;
+  const Tensor& x = tensor_argument(name, args[0], Elsewhere);
+  const std::tuple<std::decay_t<Rest>...> rest{PythonArgument<Rest>::from(name, args[1 + I])...};
+  static const auto op = find_op<Result(const Tensor&, Rest...)>(Op);
+  Result out;
+  {
+    const GilRelease no_gil;
+    out = op.call(x, std::get<I>(rest)...);
+  }
+  return wrap_result(std::move(out));
+}
+
+/// A fused operator `Op` (hardact::<name>): name(x, rest...) -> Result, its arguments after x of
+/// the schema's types `Rest`; a CPU x raises, naming `Elsewhere`.
+template <const char* Op, const char* Elsewhere, class Result, class... Rest>
+PyObject* fused(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  expect_arguments(Op + sizeof("hardact::") - 1, nargs, static_cast<Py_ssize_t>(1 + sizeof...(Rest)));
+  return call_fused<Op, Elsewhere, Result, Rest...>(args, std::index_sequence_for<Rest...>{});
   END_HANDLE_TH_ERRORS
 }
 
-/// hardsigmoid_gate(x, gate) -> new tensor.
-PyObject* hardsigmoid_gate(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
-  HANDLE_TH_ERRORS
-  constexpr const char* kName = "hardsigmoid_gate";
-  expect_arguments(kName, nargs, 2);
-  const Tensor& x = tensor_argument(kName, args[0], kGateElsewhere);
-  const Tensor& gate = other_tensor_argument(kName, args[1]);
-  static const auto op = find_op<Tensor(const Tensor&, const Tensor&)>("hardact::hardsigmoid_gate");
-  Tensor out;
-  {
-    const GilRelease no_gil;
-    out = op.call(x, gate);
-  }
-  return THPVariable_Wrap(std::move(out));
-  END_HANDLE_TH_ERRORS
-}
+using OptionalTensor = const c10::optional<Tensor>&;
+constexpr char kScaleShiftOp[] = "hardact::scale_shift_activation";
+constexpr char kResidualOp[] = "hardact::residual_activation";
+constexpr char kScaleShiftResidualOp[] = "hardact::scale_shift_residual_activation";
+constexpr char kScaleShiftMeanOp[] = "hardact::scale_shift_activation_mean";
+constexpr char kGateOp[] = "hardact::hardsigmoid_gate";
 
 constexpr char kHardsigmoidName[] = "hardsigmoid";
 constexpr char kHardswishName[] = "hardswish";
@@ -324,15 +282,23 @@ PyMethodDef methods[] = {
     fastcall("hardswish_", inplace<kHardswishInplace, kHardswishName>, "hardswish_(x) -> x"),
     fastcall("relu6_", inplace<kRelu6Inplace, kRelu6Name>, "relu6_(x) -> x"),
     fastcall("hardtanh_", hardtanh_inplace, "hardtanh_(x, min_val, max_val) -> x"),
-    fastcall("scale_shift_activation", scale_shift_activation,
+    fastcall("scale_shift_activation",
+             fused<kScaleShiftOp, kScaleShiftElsewhere, Tensor, OptionalTensor, OptionalTensor, c10::string_view,
+                   double, double>,
              "scale_shift_activation(x, scale, shift, activation, min_val, max_val) -> Tensor"),
-    fastcall("residual_activation", residual_activation,
+    fastcall("residual_activation",
+             fused<kResidualOp, kResidualElsewhere, Tensor, const Tensor&, c10::string_view, double, double>,
              "residual_activation(x, residual, activation, min_val, max_val) -> Tensor"),
-    fastcall("scale_shift_residual_activation", scale_shift_residual_activation,
+    fastcall("scale_shift_residual_activation",
+             fused<kScaleShiftResidualOp, kScaleShiftResidualElsewhere, Tensor, OptionalTensor, OptionalTensor,
+                   const Tensor&, c10::string_view, double, double>,
              "scale_shift_residual_activation(x, scale, shift, residual, activation, min_val, max_val) -> Tensor"),
-    fastcall("scale_shift_activation_mean", scale_shift_activation_mean,
+    fastcall("scale_shift_activation_mean",
+             fused<kScaleShiftMeanOp, kScaleShiftMeanElsewhere, std::tuple<Tensor, Tensor>, OptionalTensor,
+                   OptionalTensor, c10::string_view, double, double>,
              "scale_shift_activation_mean(x, scale, shift, activation, min_val, max_val) -> (Tensor, Tensor)"),
-    fastcall("hardsigmoid_gate", hardsigmoid_gate, "hardsigmoid_gate(x, gate) -> Tensor"),
+    fastcall("hardsigmoid_gate", fused<kGateOp, kGateElsewhere, Tensor, const Tensor&>,
+             "hardsigmoid_gate(x, gate) -> Tensor"),
     {nullptr, nullptr, 0, nullptr},
 };
 
