@@ -357,6 +357,21 @@ TEST(LaunchShape, StagedPathFromWhereTheDirectPathFallsBehind) {
   EXPECT_DOUBLE_EQ(staged_path_minimum_bytes(kH100, four_bytes), 4.0 * kH100.l2_cache_bytes);
 }
 
+TEST(LaunchShape, DirectBlocksOfBroadcastCallsAreSmallerWithMoreBytesPerThread) {
+  using hardact::detail::kBlockThreads;
+  using hardact::detail::kBytesPerThread;
+  using hardact::detail::NoBroadcasts;
+  using OneBroadcast = cuda::std::tuple<hardact::detail::DeviceBroadcast<float>>;
+  // Plain calls of elements up to 4 bytes: 1024 threads x 16 bytes (unless a knob says otherwise).
+  EXPECT_EQ((kBlockThreads<NoBroadcasts, float, float>), HARDACT_BLOCK_THREADS);
+  EXPECT_EQ((kBytesPerThread<NoBroadcasts, __nv_bfloat16, __nv_bfloat16>), HARDACT_BYTES_PER_THREAD);
+  // With a broadcast operand, and for 8-byte elements: 256 threads x at least 32 bytes.
+  EXPECT_EQ((kBlockThreads<OneBroadcast, float, float>), 256);
+  EXPECT_GE((kBytesPerThread<OneBroadcast, __nv_bfloat16, __nv_bfloat16>), 32);
+  EXPECT_EQ((kBlockThreads<NoBroadcasts, double, double>), 256);
+  EXPECT_GE((kBytesPerThread<NoBroadcasts, double, double>), 32);
+}
+
 TEST(LaunchShape, DirectWidthFollowsRelativeAlignment) {
   using bf16 = __nv_bfloat16;
   alignas(256) static bf16 out[64];

@@ -55,19 +55,22 @@ struct VectorWidth {
   static constexpr int value = Requested == 0 ? automatic : Requested;
 };
 
-/// Threads per block and bytes of the widest stream per thread of the direct kernel
-/// (direct_block_threads in kernel/tuning.cuh; TUNING.md#direct-block-shape).
-template <class... T>
-inline constexpr int kBlockThreads = direct_block_threads(kMaxElementSize<T...>);
-template <class... T>
-inline constexpr int kBytesPerThread = direct_bytes_per_thread(kMaxElementSize<T...>);
+/// Threads per block and bytes of the widest stream per thread of the direct kernel, by element
+/// types and whether the call has broadcast operands (direct_block_threads in kernel/tuning.cuh;
+/// TUNING.md#direct-block-shape).
+template <class Broadcasts, class... T>
+inline constexpr int kBlockThreads =
+    direct_block_threads(kMaxElementSize<T...>, cuda::std::tuple_size_v<Broadcasts> > 0);
+template <class Broadcasts, class... T>
+inline constexpr int kBytesPerThread =
+    direct_bytes_per_thread(kMaxElementSize<T...>, cuda::std::tuple_size_v<Broadcasts> > 0);
 
 /// Vectors per thread that make up kBytesPerThread (at least one).
-template <int Width, class... T>
+template <int Width, class Broadcasts, class... T>
 inline constexpr int kVectorsPerThread =
-    Width * kMaxElementSize<T...> >= static_cast<std::size_t>(kBytesPerThread<T...>)
+    Width * kMaxElementSize<T...> >= static_cast<std::size_t>(kBytesPerThread<Broadcasts, T...>)
         ? 1
-        : static_cast<int>(kBytesPerThread<T...> / (Width * kMaxElementSize<T...>));
+        : static_cast<int>(kBytesPerThread<Broadcasts, T...> / (Width * kMaxElementSize<T...>));
 
 // ---- Declarations of what the entry point calls, defined below in reading order ----
 
@@ -204,7 +207,9 @@ cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream,
     constexpr std::size_t kBytesPerElement = (sizeof(TOut) + ... + sizeof(TIn));
     const std::size_t bytes = n <= SIZE_MAX / kBytesPerElement ? n * kBytesPerElement : SIZE_MAX;
     DirectAccess direct;
-    direct.bytes_per_thread = kBytesPerThread<TOut, TIn...>;
+    // A broadcast call's crossover is the plain call's: its larger direct tiles did not catch the
+    // staged path on the H200 (TUNING.md#direct-block-shape-with-broadcasts).
+    direct.bytes_per_thread = kBytesPerThread<NoBroadcasts, TOut, TIn...>;
     direct.narrowest_access_bytes =
         static_cast<std::size_t>(widest_aligned_width<kWidth>(static_cast<const TOut*>(out), in...)) *
         kMinElementSize<TOut, TIn...>;
@@ -297,8 +302,8 @@ cuda::std::tuple<D...> with_access(cuda::std::tuple<D...> broadcasts, std::size_
 template <int Width, class Op, class Broadcasts, class TOut, class... TIn>
 cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, const DeviceProperties& device,
                              cudaStream_t stream, const Broadcasts& broadcasts, TOut* out, const TIn*... in) {
-  constexpr int kThreads = kBlockThreads<TOut, TIn...>;
-  constexpr int kPerThread = kVectorsPerThread<Width, TOut, TIn...>;
+  constexpr int kThreads = kBlockThreads<Broadcasts, TOut, TIn...>;
+  constexpr int kPerThread = kVectorsPerThread<Width, Broadcasts, TOut, TIn...>;
   constexpr std::size_t kTileVectors = static_cast<std::size_t>(kThreads) * kPerThread;
 
   TransformRange range{};

@@ -47,13 +47,19 @@ namespace detail {
 
 // ---- The direct kernel (TUNING.md#direct-block-shape) ----
 
-/// 1024 threads x one 16-byte access for elements of up to 4 bytes; 8-byte elements (double
-/// division's long latency) need 256 threads x 32 bytes.
-constexpr int direct_block_threads(std::size_t widest_element) {
-  return widest_element >= 8 ? 256 : HARDACT_BLOCK_THREADS;
+/// 1024 threads x one 16-byte access for elements of up to 4 bytes; 256 threads x 32 bytes for
+/// 8-byte elements (double division's long latency) and for calls with broadcast operands, whose
+/// 1024-thread blocks held too few bytes in flight (TUNING.md#direct-block-shape-with-broadcasts).
+constexpr bool direct_takes_small_blocks(std::size_t widest_element, bool with_broadcasts) {
+  return widest_element >= 8 || with_broadcasts;
 }
-constexpr int direct_bytes_per_thread(std::size_t widest_element) {
-  return widest_element >= 8 && HARDACT_BYTES_PER_THREAD < 32 ? 32 : HARDACT_BYTES_PER_THREAD;
+constexpr int direct_block_threads(std::size_t widest_element, bool with_broadcasts = false) {
+  return direct_takes_small_blocks(widest_element, with_broadcasts) ? 256 : HARDACT_BLOCK_THREADS;
+}
+constexpr int direct_bytes_per_thread(std::size_t widest_element, bool with_broadcasts = false) {
+  return direct_takes_small_blocks(widest_element, with_broadcasts) && HARDACT_BYTES_PER_THREAD < 32
+             ? 32
+             : HARDACT_BYTES_PER_THREAD;
 }
 /// Asking for 2 resident blocks spilled registers (TUNING.md#broadcast-values-before-the-wait).
 inline constexpr int kDirectMinBlocks = HARDACT_DIRECT_MIN_BLOCKS;
