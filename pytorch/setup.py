@@ -58,8 +58,11 @@ setup(
                      "src/hardact_torch/csrc/fused_launch_float.cu", "src/hardact_torch/csrc/fused_launch_double.cu",
                      "src/hardact_torch/csrc/fused_launch_half.cu", "src/hardact_torch/csrc/fused_launch_bfloat16.cu",
                      "src/hardact_torch/csrc/checks.cu", "src/hardact_torch/csrc/autograd.cpp",
-                     "src/hardact_torch/csrc/fused_autograd.cpp", "src/hardact_torch/csrc/python_module.cpp"],
+                     "src/hardact_torch/csrc/fused_autograd.cpp", "src/hardact_torch/csrc/linear_activation.cpp",
+                     "src/hardact_torch/csrc/python_module.cpp"],
             include_dirs=[hardact_include_dir()],
+            # linear_activation.cpp calls cuBLASLt, which torch itself loads (the same library at run time).
+            libraries=["cublasLt"],
             extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3"]},
         )
     ],

@@ -20,8 +20,9 @@ every dtype, layout and activation; scale_shift_activation_mean's y bit for bit 
 and its mean against y's mean (sizes 7x7, 14x14, 1x1, 3x5, batch 1 and 4, NCHW, channels-last,
 3-D, gapped; empty inputs as torch.mean); output strides equal the fake kernels'; refusals;
 torch.library.opcheck; gradients against gradcheck (float64) and eager's autograd (float32); a CUDA
-graph capture; real networks rewritten (float32, TF32 off, both layouts): within 1e-4 of the
-original's largest output, bfloat16 differences printed.
+graph capture; the float32 excitation's products (TF32 as cuDNN's setting says); real networks
+rewritten (float32, TF32 off, both layouts): within 1e-4 of the original's largest output, bfloat16
+differences printed.
 """
 
 from __future__ import annotations
@@ -666,6 +667,84 @@ def test_cuda_graph(checks, generator) -> None:
         expected_out, expected_mean = forward()
         checks.record(mismatch_report(out, expected_out, x), f"CUDA graph replay, {layout}: the residual op")
         checks.record(mismatch_report(mean, expected_mean), f"CUDA graph replay, {layout}: the mean")
+
+
+def relative_difference(got: torch.Tensor, expected: torch.Tensor) -> float:
+    """The largest difference relative to the largest expected value."""
+    return (got.double() - expected.double()).abs().max().item() / expected.double().abs().max().item()
+
+
+@pytest.mark.cuda
+def test_linear_activation(checks, generator) -> None:
+    """The float32 excitation's products (_C._linear_activation): relu?(x @ weight.T + bias) within
+    1e-5 of float64 without TF32, at MobileNetV3's squeeze shapes, odd shapes and misaligned pointers,
+    with and without the bias; with tf32 the products are TF32's (different from float32's, within
+    1e-2), whatever PyTorch's own matmul setting."""
+    cases = [(64, 576, 144), (64, 144, 576), (1, 16, 8), (3, 37, 5), (5, 7, 1)]
+    matmul_tf32 = torch.backends.cuda.matmul.allow_tf32
+    try:
+        for n, k, m in cases:
+            for misaligned in (False, True):
+                offset = 1 if misaligned else 0
+                x = torch.randn(n * k + offset, device="cuda", generator=generator)[offset:].view(n, k)
+                weight = torch.randn(m * k + offset, device="cuda", generator=generator)[offset:].view(m, k)
+                bias = torch.randn(m, device="cuda", generator=generator)
+                for with_bias in (True, False):
+                    b = bias if with_bias else None
+                    exact = x.double() @ weight.double().t() + (bias.double() if with_bias else 0)
+                    for relu in (False, True):
+                        expected = exact.clamp_min(0) if relu else exact
+                        what = (f"_linear_activation {n}x{k} @ {k}x{m}, bias {with_bias}, relu {relu}, "
+                                f"misaligned {misaligned}")
+                        for matmul_setting in (False, True):
+                            torch.backends.cuda.matmul.allow_tf32 = matmul_setting
+                            got = ha._C._linear_activation(x, weight, b, relu, False)
+                            difference = relative_difference(got, expected)
+                            checks.record("" if got.shape == (n, m) and difference <= 1e-5
+                                          else f"shape {tuple(got.shape)}, relative difference {difference:.3g}",
+                                          f"{what}, float32 (PyTorch's matmul TF32 {matmul_setting}): within 1e-5")
+                        torch.backends.cuda.matmul.allow_tf32 = False
+                        if (n, k, m) == (64, 576, 144) and not misaligned:
+                            difference = relative_difference(ha._C._linear_activation(x, weight, b, relu, True),
+                                                             expected)
+                            checks.record("" if 1e-5 < difference <= 1e-2 else f"relative difference {difference:.3g}",
+                                          f"{what}, TF32: TF32's rounding (between 1e-5 and 1e-2)")
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = matmul_tf32
+    checks.record(raises(TypeError, lambda: ha._C._linear_activation(x.double(), weight.double(), None, False, False)),
+                  "_linear_activation refuses float64")
+    checks.record(raises(ValueError, lambda: ha._C._linear_activation(x, weight.t(), None, False, False)),
+                  "_linear_activation refuses mismatched shapes")
+
+
+@pytest.mark.cuda
+def test_excitation_follows_cudnn_tf32(checks, generator) -> None:
+    """A fused block's float32 excitation runs its products in TF32 exactly when cuDNN would have run
+    the 1x1 convolutions they replace in TF32 (torch.backends.cudnn.allow_tf32), whatever PyTorch's
+    matmul setting; with TF32 off it is the convolutions' expression within 1e-5."""
+    c, cr = 576, 144
+    norm = ha.BatchNormActivation(torch.ones(c, device="cuda"), torch.zeros(c, device="cuda"), "hardswish")
+    block = ha.FusedInvertedResidual(
+        None, (nn.Conv2d(c, c, 3, padding=1, groups=c, bias=False).cuda(), norm),
+        (nn.Conv2d(c, cr, 1).cuda(), nn.ReLU(), nn.Conv2d(cr, c, 1).cuda()),
+        (nn.Conv2d(c, c, 1, bias=False).cuda(), norm), False)
+    mean = torch.randn(64, c, device="cuda", generator=generator)
+    r, e = block.se_reduce, block.se_expand
+    hidden = (mean.double() @ r.weight.double().flatten(1).t() + r.bias.double()).clamp_min(0)
+    exact = hidden @ e.weight.double().flatten(1).t() + e.bias.double()
+    settings = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    try:
+        for cudnn_tf32 in (False, True):
+            for matmul_tf32 in (False, True):
+                torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = cudnn_tf32, matmul_tf32
+                with torch.no_grad():
+                    difference = relative_difference(block.excitation(mean), exact)
+                within = 1e-5 < difference <= 1e-2 if cudnn_tf32 else difference <= 1e-5
+                checks.record("" if within else f"relative difference {difference:.3g}",
+                              f"excitation, cuDNN TF32 {cudnn_tf32}, matmul TF32 {matmul_tf32}: "
+                              f"{'TF32' if cudnn_tf32 else 'float32'} products")
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = settings
 
 
 @pytest.mark.cuda

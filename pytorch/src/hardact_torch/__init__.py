@@ -490,12 +490,15 @@ class FusedInvertedResidual(nn.Module):
     no statistics); a block without squeeze-excitation runs norm2 alone, one whose last BatchNorm has
     an activation adds x after it (residual_activation). The convolutions are the block's own modules
     (shared); the squeeze-excitation's 1x1 convolutions are used as the matrices they are,
-    reduce(m) = m @ W.view(Cr, C).T + b, through torch._addmm_activation (cuBLASLt's ReLU epilogue,
-    one kernel) where its activation is nn.ReLU, else F.linear and the activation module.
+    reduce(m) = m @ W.view(Cr, C).T + b, one cuBLASLt kernel with the bias (and an nn.ReLU) in its
+    epilogue (torch._addmm_activation, F.linear; in float32 hardact's own call, whose products are
+    TF32 exactly when the convolutions would have been: torch.backends.cudnn.allow_tf32, on by
+    default, where F.linear would follow the matmul setting, off by default). Where a gradient is
+    wanted, or under torch.compile, float32 runs the convolutions themselves.
 
     Against the original block the results differ by rounding only: the BatchNorms are folded as
     BatchNormActivation's are, and the matrix products on (N, C) sum in another order than cuDNN's
-    1x1 convolutions on (N, C, 1, 1) (float32 keeps the convolutions: see excitation). Made by fuse_blocks, for inference; differentiable, with the
+    1x1 convolutions on (N, C, 1, 1). Made by fuse_blocks, for inference; differentiable, with the
     BatchNorms frozen."""
 
     def __init__(self, expansion: tuple[nn.Module, BatchNormActivation] | None,
@@ -514,18 +517,28 @@ class FusedInvertedResidual(nn.Module):
     def excitation(self, mean: torch.Tensor) -> torch.Tensor:
         """expand(activation(reduce(mean))) on the (N, C) mean: the gate before its hard sigmoid."""
         reduce, expand = self.se_reduce, self.se_expand
-        if mean.dtype == torch.float32:
-            # float32 matrix products run on cuBLAS without TF32 (PyTorch's default), several times
-            # slower here than the block's own 1x1 convolutions under cuDNN's TF32 default; the
-            # convolutions also keep eager's float32 results.
-            squeezed = mean.reshape(mean.shape[0], mean.shape[1], 1, 1)
-            return expand(self.se_activation(reduce(squeezed))).flatten(1)
         # Views taken per call: .to() replaces a parameter's data, so a view kept from __init__ would go stale.
         weight = reduce.weight.flatten(1)
-        # _addmm_activation has no autograd formula: where a gradient is wanted, the two-op form.
-        wants_grad = torch.is_grad_enabled() and (mean.requires_grad or weight.requires_grad
-                                                  or (reduce.bias is not None and reduce.bias.requires_grad))
-        if self.se_relu and reduce.bias is not None and not wants_grad:
+        # The one-kernel products below have no autograd formula: where a gradient is wanted, the
+        # differentiable forms.
+        grad = torch.is_grad_enabled()
+        reduce_grad = grad and (mean.requires_grad or weight.requires_grad
+                                or (reduce.bias is not None and reduce.bias.requires_grad))
+        if mean.dtype == torch.float32:
+            expand_grad = grad and (expand.weight.requires_grad
+                                    or (expand.bias is not None and expand.bias.requires_grad))
+            if reduce_grad or expand_grad or _is_compiling() or type(mean) is not torch.Tensor or not mean.is_cuda:
+                squeezed = mean.reshape(mean.shape[0], mean.shape[1], 1, 1)
+                return expand(self.se_activation(reduce(squeezed))).flatten(1)
+            # PyTorch's float32 matrix products follow torch.backends.cuda.matmul.allow_tf32 (off by
+            # default); the 1x1 convolutions these replace ran under cuDNN's TF32 setting, which the
+            # products keep (TUNING.md#package-fused-ops).
+            tf32 = torch.backends.cudnn.allow_tf32
+            hidden = _C._linear_activation(mean, weight, reduce.bias, self.se_relu, tf32)
+            if not self.se_relu:
+                hidden = self.se_activation(hidden)
+            return _C._linear_activation(hidden, expand.weight.flatten(1), expand.bias, False, tf32)
+        if self.se_relu and reduce.bias is not None and not reduce_grad:
             hidden = torch._addmm_activation(reduce.bias, mean, weight.t())
         else:
             hidden = self.se_activation(F.linear(mean, weight, reduce.bias))

@@ -9,6 +9,8 @@
 // subclasses such as DTensor, and dispatch modes such as FakeTensorMode all still apply) and wrap
 // the result. __torch_function__ overrides are the Python caller's to handle, as in F.*.
 
+#include "linear_activation.h"
+
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/Exceptions.h>
@@ -268,6 +270,30 @@ constexpr char kHardsigmoidName[] = "hardsigmoid";
 constexpr char kHardswishName[] = "hardswish";
 constexpr char kRelu6Name[] = "relu6";
 
+bool bool_argument(PyObject* object) {
+  const int value = PyObject_IsTrue(object);
+  if (value < 0) throw python_error();
+  return value != 0;
+}
+
+/// _linear_activation(x, weight, bias, relu, tf32) -> Tensor: fuse_blocks' float32 excitation
+/// products (linear_activation.h); not an operator: inference only, never traced.
+PyObject* linear_activation(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  expect_arguments("_linear_activation", nargs, 5);
+  const Tensor& x = tensor_argument("_linear_activation", args[0], "torch.nn.functional.linear");
+  const Tensor& weight = other_tensor_argument("_linear_activation", args[1]);
+  const c10::optional<Tensor> bias = optional_tensor_argument("_linear_activation", args[2]);
+  const bool relu = bool_argument(args[3]), tf32 = bool_argument(args[4]);
+  Tensor out;
+  {
+    const GilRelease no_gil;
+    out = hardact_torch::linear_activation(x, weight, bias, relu, tf32);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
 template <class Function>
 PyMethodDef fastcall(const char* name, Function function, const char* doc) {
   return {name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(function)), METH_FASTCALL, doc};
@@ -299,6 +325,9 @@ PyMethodDef methods[] = {
              "scale_shift_activation_mean(x, scale, shift, activation, min_val, max_val) -> (Tensor, Tensor)"),
     fastcall("hardsigmoid_gate", fused<kGateOp, kGateElsewhere, Tensor, const Tensor&>,
              "hardsigmoid_gate(x, gate) -> Tensor"),
+    fastcall("_linear_activation", linear_activation,
+             "_linear_activation(x, weight, bias, relu, tf32) -> Tensor: relu?(x @ weight.T + bias), float32, "
+             "TF32 products where tf32; inference only"),
     {nullptr, nullptr, 0, nullptr},
 };
 
