@@ -123,6 +123,35 @@ cudaError_t with_parameter_types(const char* op_name, const at::Tensor& x, at::S
   });
 }
 
+/// Runs launch(Tag<T>{}, scale, shift) with x's element type T and the scale and shift pointers of
+/// the type the kernel reads them in (with_parameter_types; nullptr where not given), and raises
+/// the launch's error.
+template <class Launch>
+void launch_with_parameters(const char* op_name, const at::Tensor& x, const ChannelParameters& params,
+                            Launch&& launch) {
+  check_launch(op_name, with_parameter_types(op_name, x, params.type, [&](auto tag, auto param_tag) {
+                 using Param = typename decltype(param_tag)::type;
+                 return launch(tag, parameter_pointer<Param>(params.scale), parameter_pointer<Param>(params.shift));
+               }));
+}
+
+/// A tensor's data as T (the element type the launch was instantiated for).
+template <class T>
+const T* data_of(const at::Tensor& t) {
+  return static_cast<const T*>(t.const_data_ptr());
+}
+template <class T>
+T* mutable_data_of(at::Tensor& t) {
+  return static_cast<T*>(t.mutable_data_ptr());
+}
+
+/// The fused op's activation, hardtanh's bounds checked.
+FusedActivation checked_activation(const char* op_name, c10::string_view name, double min_val, double max_val) {
+  const FusedActivation activation = parse_activation(op_name, name);
+  if (activation == FusedActivation::hardtanh) check_bounds(op_name, min_val, max_val);
+  return activation;
+}
+
 /// Channels-last-like x: dense, channels innermost (stride 1) and samples outermost, so element i
 /// of its memory has channel i % C and sample i / (numel / N). False where N or C is 0.
 bool channels_last_like(const at::Tensor& x) {
@@ -135,8 +164,7 @@ at::Tensor scale_shift_activation(const at::Tensor& x, const c10::optional<at::T
                                   double min_val, double max_val) {
   constexpr const char* kName = "scale_shift_activation";
   check_fused_input(kName, x);
-  const FusedActivation activation = parse_activation(kName, activation_name);
-  if (activation == FusedActivation::hardtanh) check_bounds(kName, min_val, max_val);
+  const FusedActivation activation = checked_activation(kName, activation_name, min_val, max_val);
   const ChannelParameters params = channel_parameters(kName, x, scale, shift);
   const c10::cuda::CUDAGuard device_guard(x.device());
   at::Tensor out = at::empty_like(x);  // the layout rule of PyTorch's pointwise ops, and of the fake kernel
@@ -144,17 +172,14 @@ at::Tensor scale_shift_activation(const at::Tensor& x, const c10::optional<at::T
   if (n == 0) return out;
   const at::Tensor input = in_layout_of(x, out);  // x itself unless x is not dense
   const int64_t channels = x.size(1);
-  const std::size_t c = static_cast<std::size_t>(channels);
   const std::size_t inner = channels > 1 ? static_cast<std::size_t>(input.stride(1)) : 1;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
-  check_launch(kName, with_parameter_types(kName, x, params.type, [&](auto tag, auto param_tag) {
-                 using T = typename decltype(tag)::type;
-                 using Param = typename decltype(param_tag)::type;
-                 return launch_scale_shift_activation<T, Param>(
-                     activation, min_val, max_val, static_cast<const T*>(input.const_data_ptr()),
-                     parameter_pointer<Param>(params.scale), parameter_pointer<Param>(params.shift),
-                     static_cast<T*>(out.mutable_data_ptr()), n, c, inner, stream);
-               }));
+  launch_with_parameters(kName, x, params, [&](auto tag, auto scale_values, auto shift_values) {
+    using T = typename decltype(tag)::type;
+    return launch_scale_shift_activation(activation, min_val, max_val, data_of<T>(input), scale_values, shift_values,
+                                         mutable_data_of<T>(out), n, static_cast<std::size_t>(channels), inner,
+                                         stream);
+  });
   return out;
 }
 
@@ -164,8 +189,7 @@ at::Tensor residual_activation(const at::Tensor& x, const at::Tensor& residual, 
   TORCH_CHECK_VALUE(x.is_cuda(), "hardact::", kName, ": expected a CUDA tensor, got one on ", x.device().str());
   with_element_type(kName, x.scalar_type(), [](auto) { return cudaSuccess; });  // dtype check only
   check_same(kName, x, residual, "residual");
-  const FusedActivation activation = parse_activation(kName, activation_name);
-  if (activation == FusedActivation::hardtanh) check_bounds(kName, min_val, max_val);
+  const FusedActivation activation = checked_activation(kName, activation_name, min_val, max_val);
   const c10::cuda::CUDAGuard device_guard(x.device());
   at::Tensor out = at::empty_like(x);  // the layout rule of PyTorch's pointwise ops, and of the fake kernel
   const std::size_t n = static_cast<std::size_t>(x.numel());
@@ -175,10 +199,8 @@ at::Tensor residual_activation(const at::Tensor& x, const at::Tensor& residual, 
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
   check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
                  using T = typename decltype(tag)::type;
-                 return launch_residual_activation<T>(activation, min_val, max_val,
-                                                      static_cast<const T*>(input.const_data_ptr()),
-                                                      static_cast<const T*>(added.const_data_ptr()),
-                                                      static_cast<T*>(out.mutable_data_ptr()), n, stream);
+                 return launch_residual_activation<T>(activation, min_val, max_val, data_of<T>(input),
+                                                      data_of<T>(added), mutable_data_of<T>(out), n, stream);
                }));
   return out;
 }
@@ -189,8 +211,7 @@ at::Tensor scale_shift_residual_activation(const at::Tensor& x, const c10::optio
   constexpr const char* kName = "scale_shift_residual_activation";
   check_fused_input(kName, x);
   check_same(kName, x, residual, "residual");
-  const FusedActivation activation = parse_activation(kName, activation_name);
-  if (activation == FusedActivation::hardtanh) check_bounds(kName, min_val, max_val);
+  const FusedActivation activation = checked_activation(kName, activation_name, min_val, max_val);
   TORCH_CHECK_VALUE(scale.has_value() == shift.has_value(), "hardact::", kName,
                     ": scale and shift come together or not at all (for x + shift + residual pass a scale of ones)");
   if (!scale.has_value()) return residual_activation(x, residual, activation_name, min_val, max_val);
@@ -204,15 +225,12 @@ at::Tensor scale_shift_residual_activation(const at::Tensor& x, const c10::optio
   const int64_t channels = x.size(1);
   const std::size_t inner = channels > 1 ? static_cast<std::size_t>(input.stride(1)) : 1;
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
-  check_launch(kName, with_parameter_types(kName, x, params.type, [&](auto tag, auto param_tag) {
-                 using T = typename decltype(tag)::type;
-                 using Param = typename decltype(param_tag)::type;
-                 return launch_scale_shift_residual_activation<T, Param>(
-                     activation, min_val, max_val, static_cast<const T*>(input.const_data_ptr()),
-                     parameter_pointer<Param>(params.scale), parameter_pointer<Param>(params.shift),
-                     static_cast<const T*>(added.const_data_ptr()), static_cast<T*>(out.mutable_data_ptr()), n,
-                     static_cast<std::size_t>(channels), inner, stream);
-               }));
+  launch_with_parameters(kName, x, params, [&](auto tag, auto scale_values, auto shift_values) {
+    using T = typename decltype(tag)::type;
+    return launch_scale_shift_residual_activation(activation, min_val, max_val, data_of<T>(input), scale_values,
+                                                  shift_values, data_of<T>(added), mutable_data_of<T>(out), n,
+                                                  static_cast<std::size_t>(channels), inner, stream);
+  });
   return out;
 }
 
@@ -238,8 +256,7 @@ std::tuple<at::Tensor, at::Tensor> scale_shift_activation_mean(const at::Tensor&
   check_fused_input(kName, x);
   TORCH_CHECK_VALUE(x.dim() >= 3, "hardact::", kName, ": x needs dimensions after the channel one to average over; got "
                     "shape ", shape_string(x.sizes()));
-  const FusedActivation activation = parse_activation(kName, activation_name);
-  if (activation == FusedActivation::hardtanh) check_bounds(kName, min_val, max_val);
+  const FusedActivation activation = checked_activation(kName, activation_name, min_val, max_val);
   const bool nchw = x.is_contiguous();
   if (x.numel() == 0 || (!nchw && !channels_last_like(x))) {
     // Other layouts, and an empty x (whose mean over no position is NaN, as torch.mean's), through
@@ -260,16 +277,13 @@ std::tuple<at::Tensor, at::Tensor> scale_shift_activation_mean(const at::Tensor&
   TempTensor temp{x.options().dtype(at::kByte), at::Tensor()};
   const TempAllocator allocator{&TempTensor::allocate, &temp};
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
-  check_launch(kName, with_parameter_types(kName, x, params.type, [&](auto tag, auto param_tag) {
-                 using T = typename decltype(tag)::type;
-                 using Param = typename decltype(param_tag)::type;
-                 return launch_scale_shift_activation_mean<T, Param>(
-                     activation, min_val, max_val, static_cast<const T*>(x.const_data_ptr()),
-                     parameter_pointer<Param>(params.scale), parameter_pointer<Param>(params.shift),
-                     static_cast<T*>(out.mutable_data_ptr()), static_cast<T*>(mean.mutable_data_ptr()), nchw,
-                     static_cast<std::size_t>(samples), static_cast<std::size_t>(channels), positions, allocator,
-                     stream);
-               }));
+  launch_with_parameters(kName, x, params, [&](auto tag, auto scale_values, auto shift_values) {
+    using T = typename decltype(tag)::type;
+    return launch_scale_shift_activation_mean(activation, min_val, max_val, data_of<T>(x), scale_values, shift_values,
+                                              mutable_data_of<T>(out), mutable_data_of<T>(mean), nchw,
+                                              static_cast<std::size_t>(samples), static_cast<std::size_t>(channels),
+                                              positions, allocator, stream);
+  });
   return {std::move(out), std::move(mean)};
 }
 
@@ -314,10 +328,9 @@ at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
   check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
                  using T = typename decltype(tag)::type;
-                 return launch_hardsigmoid_gate<T>(static_cast<const T*>(x.const_data_ptr()),
-                                                   static_cast<const T*>(gate_values.const_data_ptr()), nchw,
+                 return launch_hardsigmoid_gate<T>(data_of<T>(x), data_of<T>(gate_values), nchw,
                                                    static_cast<std::size_t>(planes), channels, positions,
-                                                   static_cast<T*>(out.mutable_data_ptr()), n, stream);
+                                                   mutable_data_of<T>(out), n, stream);
                }));
   return out;
 }
