@@ -153,9 +153,10 @@ inline constexpr int kSummedVectorsInFlight = HARDACT_SUMMED_VECTORS_IN_FLIGHT;
 #define HARDACT_SUMMED_MIN_BLOCKS 3
 #endif
 inline constexpr int kSummedMinBlocks = HARDACT_SUMMED_MIN_BLOCKS;
-/// A chunk of the rows form: at least this many elements and rows (TUNING.md#summing-path); at
-/// most this many chunks per span (each a partial sum per channel).
-inline constexpr std::size_t kSummedChunkElements = 8192;
+/// A chunk of the rows form: at least this many elements and rows (TUNING.md#summing-path; fewer,
+/// larger chunks share each block's reduction among more bytes); at most this many chunks per span
+/// (each a partial sum per channel).
+inline constexpr std::size_t kSummedChunkElements = 16384;
 inline constexpr std::size_t kSummedLeastChunkRows = 16;
 inline constexpr std::size_t kSummedMostChunks = 1024;
 /// Partial sums per sum that one thread adds alone; more take a warp each.
