@@ -37,8 +37,7 @@ void convert_with(const char* op_name, const Op& op, const at::Tensor& x, const 
   const auto run = [&](auto in_tag, auto out_tag) {
     using TIn = typename decltype(in_tag)::type;
     using TOut = typename decltype(out_tag)::type;
-    return hardact::transform(op, static_cast<const TIn*>(x.const_data_ptr()), static_cast<TOut*>(out.mutable_data_ptr()),
-                              n, stream);
+    return hardact::transform(op, data_of<TIn>(x), mutable_data_of<TOut>(out), n, stream);
   };
   const at::ScalarType from = x.scalar_type(), to = out.scalar_type();
   cudaError_t status = cudaErrorInvalidValue;

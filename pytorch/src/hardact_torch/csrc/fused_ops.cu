@@ -89,7 +89,7 @@ at::Tensor channel_parameter(const char* op_name, const char* what, const at::Te
 /// The kernel's pointer to a parameter; nullptr for one not given (undefined).
 template <class Param>
 const Param* parameter_pointer(const at::Tensor& p) {
-  return p.defined() ? static_cast<const Param*>(p.const_data_ptr()) : nullptr;
+  return p.defined() ? data_of<Param>(p) : nullptr;
 }
 
 /// The per-channel parameters of a scale-and-shift op as its kernel reads them (channel_parameter);
@@ -133,16 +133,6 @@ void launch_with_parameters(const char* op_name, const at::Tensor& x, const Chan
                  using Param = typename decltype(param_tag)::type;
                  return launch(tag, parameter_pointer<Param>(params.scale), parameter_pointer<Param>(params.shift));
                }));
-}
-
-/// A tensor's data as T (the element type the launch was instantiated for).
-template <class T>
-const T* data_of(const at::Tensor& t) {
-  return static_cast<const T*>(t.const_data_ptr());
-}
-template <class T>
-T* mutable_data_of(at::Tensor& t) {
-  return static_cast<T*>(t.mutable_data_ptr());
 }
 
 /// The fused op's activation, hardtanh's bounds checked.

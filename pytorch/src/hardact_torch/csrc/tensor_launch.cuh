@@ -38,6 +38,16 @@ cudaError_t with_element_type(const char* op_name, at::ScalarType type, F&& f) {
   return cudaErrorInvalidValue;  // not reached: TORCH_CHECK_TYPE throws
 }
 
+/// A tensor's data as T (the element type the launch was instantiated for).
+template <class T>
+const T* data_of(const at::Tensor& t) {
+  return static_cast<const T*>(t.const_data_ptr());
+}
+template <class T>
+T* mutable_data_of(const at::Tensor& t) {
+  return static_cast<T*>(t.mutable_data_ptr());
+}
+
 inline void check_launch(const char* op_name, cudaError_t status) {
   TORCH_CHECK(status == cudaSuccess, "hardact::", op_name, " failed: ", cudaGetErrorName(status), ": ",
               cudaGetErrorString(status));
@@ -93,8 +103,7 @@ void launch_unary(const char* op_name, const Op& op, const at::Tensor& in, const
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(in.device().index());
   check_launch(op_name, with_element_type(op_name, in.scalar_type(), [&](auto tag) {
                  using T = typename decltype(tag)::type;
-                 return hardact::transform(op, static_cast<const T*>(in.const_data_ptr()),
-                                           static_cast<T*>(out.mutable_data_ptr()), n, stream);
+                 return hardact::transform(op, data_of<T>(in), mutable_data_of<T>(out), n, stream);
                }));
 }
 
@@ -106,9 +115,7 @@ void launch_binary(const char* op_name, const Op& op, const at::Tensor& grad, co
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
   check_launch(op_name, with_element_type(op_name, x.scalar_type(), [&](auto tag) {
                  using T = typename decltype(tag)::type;
-                 return hardact::transform(op, static_cast<const T*>(grad.const_data_ptr()),
-                                           static_cast<const T*>(x.const_data_ptr()),
-                                           static_cast<T*>(out.mutable_data_ptr()), n, stream);
+                 return hardact::transform(op, data_of<T>(grad), data_of<T>(x), mutable_data_of<T>(out), n, stream);
                }));
 }
 
