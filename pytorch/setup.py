@@ -59,6 +59,7 @@ setup(
                      "src/hardact_torch/csrc/fused_launch_half.cu", "src/hardact_torch/csrc/fused_launch_bfloat16.cu",
                      "src/hardact_torch/csrc/checks.cu", "src/hardact_torch/csrc/autograd.cpp",
                      "src/hardact_torch/csrc/fused_autograd.cpp", "src/hardact_torch/csrc/linear_activation.cpp",
+                     "src/hardact_torch/csrc/depthwise_conv.cu",
                      "src/hardact_torch/csrc/python_module.cpp"],
             include_dirs=[hardact_include_dir()],
             # linear_activation.cpp calls cuBLASLt, which torch itself loads (the same library at run time).

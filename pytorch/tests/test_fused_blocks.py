@@ -747,6 +747,97 @@ def test_excitation_follows_cudnn_tf32(checks, generator) -> None:
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = settings
 
 
+# (N, C, H, W, kernel_size, stride, pad_h, pad_w) of the one-kernel depthwise stage's tests: MobileNet's
+# filters at odd sizes, one position, padding 0 and unequal, the widest channel count, blocks of
+# several samples, and sizes whose means add the sums of several blocks.
+DEPTHWISE_CASES = [(2, 16, 13, 11, 3, 1, 1, 1), (2, 16, 13, 11, 3, 2, 1, 1), (3, 24, 9, 10, 5, 1, 2, 2),
+                   (3, 24, 9, 10, 5, 2, 2, 2), (1, 4, 1, 1, 3, 1, 1, 1), (2, 40, 6, 5, 3, 2, 0, 0),
+                   (2, 8, 5, 7, 5, 1, 1, 3), (2, 1024, 7, 7, 5, 1, 2, 2), (70, 12, 4, 4, 3, 1, 1, 1),
+                   (4, 16, 112, 112, 3, 1, 1, 1), (8, 72, 56, 56, 5, 2, 2, 2)]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float16, torch.bfloat16), ids=NAMES.get)
+def test_depthwise_stage(checks, generator, dtype) -> None:
+    """_C._depthwise_conv_scale_shift_activation against the depthwise convolution, the scale and
+    shift and the activation in float64 rounded once: float32 within 1e-5 of the largest output (the
+    convolution's float sums), float16/bfloat16 within one unit; its mean against its y's mean
+    (mean_report); y channels-last; the same bits on a second call; refusals. A FusedInvertedResidual
+    runs its depthwise stage in this kernel for channels-last CUDA input without gradients, and
+    falls back to the convolution where a gradient is wanted, with the same results within rounding."""
+    activations = [("identity", -1.0, 1.0), ("hardswish", -1.0, 1.0), ("relu", -1.0, 1.0),
+                   ("hardtanh", -0.5, 2.0), ("hardsigmoid", -1.0, 1.0), ("relu6", -1.0, 1.0)]
+    for index, (n, c, h, w, k, s, ph, pw) in enumerate(DEPTHWISE_CASES):
+        x = torch.randn(n, c, h, w, device="cuda", generator=generator).to(dtype).contiguous(
+            memory_format=torch.channels_last)
+        weight = (torch.randn(c, 1, k, k, device="cuda", generator=generator) / k).to(dtype)
+        scale = torch.rand(c, device="cuda", generator=generator) + 0.5
+        shift = torch.randn(c, device="cuda", generator=generator) * 0.5
+        taps = weight.float().reshape(c, k * k).t().contiguous()
+        z = F.conv2d(x.double(), weight.double(), None, s, (ph, pw), 1, c)
+        z = (z * scale.double().view(1, c, 1, 1) + shift.double().view(1, c, 1, 1))
+        activation, lo, hi = activations[index % len(activations)]
+        expected = reference_activation(z, activation, lo, hi)
+        what = f"depthwise {NAMES[dtype]} {(n, c, h, w)} k{k} s{s} pad ({ph}, {pw}) {activation}"
+        for with_mean in (False, True):
+            y, mean = ha._C._depthwise_conv_scale_shift_activation(x, taps, scale, shift, k, s, ph, pw, activation,
+                                                                   lo, hi, with_mean)
+            largest = max(expected.abs().max().item(), 1e-30)
+            if dtype == torch.float32:
+                good = (y.double() - expected).abs().max().item() <= 1e-5 * largest
+            else:
+                good = torch.allclose(y.double(), expected.to(dtype).double(), rtol=torch.finfo(dtype).eps,
+                                      atol=1e-5 * largest)
+            checks.record("" if good and y.shape == expected.shape else
+                          f"largest difference {(y.double() - expected).abs().max().item():.3g}", f"{what}: y")
+            checks.record("" if y.is_contiguous(memory_format=torch.channels_last) else f"strides {y.stride()}",
+                          f"{what}: y channels-last")
+            again = ha._C._depthwise_conv_scale_shift_activation(x, taps, scale, shift, k, s, ph, pw, activation, lo,
+                                                                 hi, with_mean)
+            checks.record(mismatch_report(again[0], y, x), f"{what}: the same bits again")
+            if with_mean:
+                checks.record(mean_report(mean, y), f"{what}: its mean")
+                checks.record(mismatch_report(again[1], mean, x), f"{what}: the same mean again")
+            else:
+                checks.record("" if mean is None else "a mean", f"{what}: no mean unless asked")
+    x = torch.randn(2, 16, 8, 8, device="cuda", generator=generator)
+    taps, ones, zeros = torch.randn(9, 16, device="cuda"), torch.ones(16, device="cuda"), torch.zeros(16, device="cuda")
+    call = ha._C._depthwise_conv_scale_shift_activation
+    checks.record(raises(ValueError, lambda: call(x, taps, ones, zeros, 3, 1, 1, 1, "relu", 0.0, 1.0, False)),
+                  "depthwise: refuses NCHW x")
+    xl = x.contiguous(memory_format=torch.channels_last)
+    checks.record(raises(TypeError, lambda: call(xl.double(), taps, ones, zeros, 3, 1, 1, 1, "relu", 0.0, 1.0, False)),
+                  "depthwise: refuses float64")
+    narrow = xl[:, :14].contiguous(memory_format=torch.channels_last)
+    checks.record(raises(ValueError, lambda: call(narrow, taps[:, :14].contiguous(), ones[:14], zeros[:14], 3, 1, 1, 1,
+                                                  "relu", 0.0, 1.0, False)), "depthwise: refuses 14 channels")
+    checks.record(raises(ValueError, lambda: call(xl, taps, ones, zeros, 7, 1, 1, 1, "relu", 0.0, 1.0, False)),
+                  "depthwise: refuses a 7x7 filter")
+    checks.record(raises(ValueError, lambda: call(xl, taps, ones[:8], zeros, 3, 1, 1, 1, "relu", 0.0, 1.0, False)),
+                  "depthwise: refuses a short scale")
+    # In a block: the kernel without gradients, the convolution with them, the same values.
+    c = 72
+    norm = ha.BatchNormActivation(torch.rand(c, device="cuda") + 0.5, torch.randn(c, device="cuda"), "hardswish")
+    block = ha.FusedInvertedResidual(
+        None, (nn.Conv2d(c, c, 5, stride=2, padding=2, groups=c, bias=False).cuda(), norm),
+        (nn.Conv2d(c, 24, 1).cuda(), nn.ReLU(), nn.Conv2d(24, c, 1).cuda()),
+        (nn.Conv2d(c, c, 1, bias=False).cuda(), norm), False).to(dtype)
+    x = torch.randn(4, c, 28, 28, device="cuda", generator=generator).to(dtype).contiguous(
+        memory_format=torch.channels_last)
+    with torch.no_grad():
+        checks.record("" if block.depthwise_stage(x, True) is not None else "not taken",
+                      f"depthwise {NAMES[dtype]}: a block takes the one-kernel stage without gradients")
+        fast = block(x)
+    checks.record("" if block.depthwise_stage(x, True) is None else "taken",
+                  f"depthwise {NAMES[dtype]}: and not where the convolution's weight wants a gradient")
+    slow = block(x).detach()
+    tolerance = 1e-4 if dtype == torch.float32 else 5e-2
+    difference = relative_difference(fast, slow)
+    checks.record("" if difference <= tolerance else f"relative difference {difference:.3g}",
+                  f"depthwise {NAMES[dtype]}: a block's output with and without the one-kernel stage within "
+                  f"{tolerance:g}")
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("library, name", REAL_MODELS)
 def test_real_models(checks, generator, library, name) -> None:

@@ -474,7 +474,8 @@ def fuse_squeeze_excitation(model: nn.Module) -> int:
 # An inverted-residual block rewritten module by module, as above, still makes two passes of its
 # own: the squeeze's mean (a pooling kernel reading the depthwise output again) and the residual
 # add. Seen whole, the mean is written by the pass that produces its input and the residual add
-# joins the projection's BatchNorm pass.
+# joins the projection's BatchNorm pass; and the depthwise convolution, whose output cuDNN writes for
+# that pass to read back, takes the BatchNorm, the activation and the mean as its epilogue.
 
 
 class FusedInvertedResidual(nn.Module):
@@ -482,14 +483,19 @@ class FusedInvertedResidual(nn.Module):
     pass between the convolutions is fused:
 
         y = norm1(conv1(x))                              the expansion (a depthwise-separable block has none)
-        y, m = norm2(conv2(y)), mean of y per (n, c)     scale_shift_activation_mean: the squeeze, same pass
+        y, m = norm2(conv2(y)), mean of y per (n, c)     one kernel (depthwise_stage), or conv2 then
+                                                         scale_shift_activation_mean: the squeeze, same pass
         y = hardsigmoid_gate(y, expand(act(reduce(m))))  the excitation as matrix products on m, (N, C)
         out = norm3(conv3(y)) + x                        scale_shift_residual_activation, where there is a skip
 
     norm1..3 are the block's BatchNorms folded with their activations (BatchNormActivation: buffers,
     no statistics); a block without squeeze-excitation runs norm2 alone, one whose last BatchNorm has
     an activation adds x after it (residual_activation). The convolutions are the block's own modules
-    (shared); the squeeze-excitation's 1x1 convolutions are used as the matrices they are,
+    (shared). The depthwise stage runs as one hardact kernel (the convolution with the BatchNorm, the
+    activation and the mean's sums as its epilogue) for channels-last CUDA float32/float16/bfloat16
+    input when no gradient is wanted and not under torch.compile, where conv2 is a depthwise
+    nn.Conv2d it covers (3x3 or 5x5, stride 1 or 2, no bias, a multiple of 4 channels up to 1024);
+    else conv2 runs, then the pass. The squeeze-excitation's 1x1 convolutions are used as the matrices they are,
     reduce(m) = m @ W.view(Cr, C).T + b, one cuBLASLt kernel with the bias (and an nn.ReLU) in its
     epilogue (torch._addmm_activation, F.linear; in float32 hardact's own call, whose products are
     TF32 exactly when the convolutions would have been: torch.backends.cudnn.allow_tf32, on by
@@ -497,9 +503,10 @@ class FusedInvertedResidual(nn.Module):
     wanted, or under torch.compile, float32 runs the convolutions themselves.
 
     Against the original block the results differ by rounding only: the BatchNorms are folded as
-    BatchNormActivation's are, and the matrix products on (N, C) sum in another order than cuDNN's
-    1x1 convolutions on (N, C, 1, 1). Made by fuse_blocks, for inference; differentiable, with the
-    BatchNorms frozen."""
+    BatchNormActivation's are, the matrix products on (N, C) sum in another order than cuDNN's 1x1
+    convolutions on (N, C, 1, 1), the one-kernel depthwise stage sums in float32 in its own order and,
+    in float16/bfloat16, does not round the convolution's output before its BatchNorm. Made by
+    fuse_blocks, for inference; differentiable, with the BatchNorms frozen."""
 
     def __init__(self, expansion: tuple[nn.Module, BatchNormActivation] | None,
                  depthwise: tuple[nn.Module, BatchNormActivation],
@@ -513,6 +520,8 @@ class FusedInvertedResidual(nn.Module):
         self.skip = bool(skip)
         # Decided once: replace_activations may later swap the activation module, never for a ReLU.
         self.se_relu = squeeze is not None and type(squeeze[1]) is nn.ReLU
+        self.depthwise_filter = _depthwise_filter(self.conv2)
+        self._depthwise_key, self._depthwise_parameters = None, None
 
     def excitation(self, mean: torch.Tensor) -> torch.Tensor:
         """expand(activation(reduce(mean))) on the (N, C) mean: the gate before its hard sigmoid."""
@@ -544,10 +553,45 @@ class FusedInvertedResidual(nn.Module):
             hidden = self.se_activation(F.linear(mean, weight, reduce.bias))
         return F.linear(hidden, expand.weight.flatten(1), expand.bias)
 
+    def depthwise_parameters(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The depthwise stage's filters as float32 (K * K, C) and norm2's scale and shift as float32,
+        the layout and type the one-kernel stage reads; made again only when one of them changed (moved,
+        cast, or modified in place)."""
+        weight, scale, shift = self.conv2.weight, self.norm2.scale, self.norm2.shift
+        key = (weight.data_ptr(), weight._version, scale.data_ptr(), scale._version, shift.data_ptr(), shift._version)
+        if key != self._depthwise_key:
+            with torch.no_grad():
+                taps = weight.detach().reshape(weight.shape[0], -1).t().float().contiguous()
+                self._depthwise_parameters = (taps, scale.detach().float().contiguous(),
+                                              shift.detach().float().contiguous())
+            self._depthwise_key = key
+        return self._depthwise_parameters
+
+    def depthwise_stage(self, y: torch.Tensor, with_mean: bool) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+        """(norm2(conv2(y)), its mean per (n, c) where with_mean) in one kernel, or None where that kernel
+        does not apply: a gradient wanted, torch.compile, a tensor subclass, not a channels-last CUDA
+        float32/float16/bfloat16 tensor, or a convolution it does not cover (_depthwise_filter)."""
+        spec = self.depthwise_filter
+        if (spec is None or _is_compiling() or type(y) is not torch.Tensor or not y.is_cuda
+                or y.dtype not in _DEPTHWISE_DTYPES or y.dim() != 4
+                or not y.is_contiguous(memory_format=torch.channels_last) or y.data_ptr() % (4 * y.element_size())):
+            return None
+        if torch.is_grad_enabled() and (y.requires_grad or self.conv2.weight.requires_grad):
+            return None
+        norm = self.norm2
+        taps, scale, shift = self.depthwise_parameters()
+        return _C._depthwise_conv_scale_shift_activation(y, taps, scale, shift, *spec, norm.activation, norm.min_val,
+                                                         norm.max_val, with_mean)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x if self.conv1 is None else self.norm1(self.conv1(x))
         norm = self.norm2
-        if self.se_reduce is None:
+        fused = self.depthwise_stage(y, self.se_reduce is not None)
+        if fused is not None:
+            y, mean = fused
+            if mean is not None:
+                y = hardsigmoid_gate(y, self.excitation(mean))
+        elif self.se_reduce is None:
             y = norm(self.conv2(y))
         else:
             y, mean = scale_shift_activation_mean(self.conv2(y), norm.scale, norm.shift, norm.activation, norm.min_val,
@@ -591,6 +635,27 @@ def _folded_norm(norm: nn.Module, activation: nn.Module | None = None) -> BatchN
     if spec is None or not _foldable(norm):
         return None
     return BatchNormActivation.from_batchnorm(norm, *spec).to(norm.running_mean.device)
+
+
+_DEPTHWISE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _depthwise_filter(conv: nn.Module) -> tuple[int, int, int, int] | None:
+    """(kernel_size, stride, pad_h, pad_w) of a depthwise convolution the one-kernel depthwise stage
+    computes (FusedInvertedResidual.depthwise_stage): an nn.Conv2d with one filter per channel, no
+    bias, square 3x3 or 5x5 filters, stride 1 or 2 in both dims, dilation 1, zero padding given as
+    numbers below the filter size, and a multiple of 4 channels up to 1024; else None."""
+    if type(conv) is not nn.Conv2d:
+        return None
+    channels = conv.in_channels
+    k, stride, padding = conv.kernel_size, conv.stride, conv.padding
+    if not (conv.groups == channels == conv.out_channels and conv.bias is None and k[0] == k[1] and k[0] in (3, 5)
+            and stride[0] == stride[1] and stride[0] in (1, 2) and conv.dilation == (1, 1)
+            and conv.padding_mode == "zeros" and isinstance(padding, tuple)
+            and all(isinstance(p, int) and 0 <= p < k[0] for p in padding)
+            and channels % 4 == 0 and channels <= 1024):
+        return None
+    return k[0], stride[0], padding[0], padding[1]
 
 
 def _matrix_conv(conv: nn.Module) -> bool:
@@ -715,9 +780,9 @@ def fuse_blocks(model: nn.Module) -> int:
     """Rewrites an eval-mode model in place: every inverted-residual and depthwise-separable block of
     timm's MobileNetV3 / LCNet family (timm's InvertedResidual and DepthwiseSeparableConv) and of
     torchvision's MobileNetV3 (its InvertedResidual) becomes one FusedInvertedResidual sharing its
-    convolutions: the BatchNorms folded with their activations, the squeeze's mean written by the pass
-    that produces its input, the excitation as matrix products, the residual add in the projection's
-    BatchNorm pass. Returns how many blocks it replaced.
+    convolutions: the BatchNorms folded with their activations, the depthwise convolution, its
+    BatchNorm and the squeeze's mean in one kernel, the excitation as matrix products, the residual add
+    in the projection's BatchNorm pass. Returns how many blocks it replaced.
 
     A block is recognised by its class (name and package, whose forward is known) and the exact
     types of its layers; one that holds anything else is left alone: another child module, a

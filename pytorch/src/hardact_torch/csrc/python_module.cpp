@@ -9,6 +9,7 @@
 // subclasses such as DTensor, and dispatch modes such as FakeTensorMode all still apply) and wrap
 // the result. __torch_function__ overrides are the Python caller's to handle, as in F.*.
 
+#include "depthwise_conv.h"
 #include "linear_activation.h"
 
 #include <ATen/ATen.h>
@@ -294,6 +295,45 @@ PyObject* linear_activation(PyObject* /*module*/, PyObject* const* args, Py_ssiz
   END_HANDLE_TH_ERRORS
 }
 
+int64_t int_argument(PyObject* object) {
+  const long long value = PyLong_AsLongLong(object);
+  if (value == -1 && PyErr_Occurred()) throw python_error();
+  return static_cast<int64_t>(value);
+}
+
+/// _depthwise_conv_scale_shift_activation(x, taps, scale, shift, kernel_size, stride, pad_h, pad_w,
+/// activation, min_val, max_val, with_mean) -> (y, mean or None): fuse_blocks' depthwise stage
+/// (depthwise_conv.h); not an operator: inference only, never traced.
+PyObject* depthwise_conv_scale_shift_activation(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  constexpr const char* name = "_depthwise_conv_scale_shift_activation";
+  expect_arguments(name, nargs, 12);
+  const Tensor& x = tensor_argument(name, args[0], "torch.nn.functional.conv2d");
+  const Tensor& taps = other_tensor_argument(name, args[1]);
+  const Tensor& scale = other_tensor_argument(name, args[2]);
+  const Tensor& shift = other_tensor_argument(name, args[3]);
+  const int64_t kernel_size = int_argument(args[4]), stride = int_argument(args[5]);
+  const int64_t pad_h = int_argument(args[6]), pad_w = int_argument(args[7]);
+  const c10::string_view activation = string_argument(args[8]);
+  const double min_val = float_argument(args[9]), max_val = float_argument(args[10]);
+  const bool with_mean = bool_argument(args[11]);
+  std::tuple<Tensor, Tensor> out;
+  {
+    const GilRelease no_gil;
+    out = hardact_torch::depthwise_conv_scale_shift_activation(x, taps, scale, shift, kernel_size, stride, pad_h,
+                                                                pad_w, activation, min_val, max_val, with_mean);
+  }
+  if (!std::get<1>(out).defined()) {
+    PyObject* y = THPVariable_Wrap(std::move(std::get<0>(out)));
+    if (y == nullptr) return nullptr;
+    PyObject* pair = PyTuple_Pack(2, y, Py_None);
+    Py_DECREF(y);
+    return pair;
+  }
+  return wrap_result(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
 template <class Function>
 PyMethodDef fastcall(const char* name, Function function, const char* doc) {
   return {name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(function)), METH_FASTCALL, doc};
@@ -328,6 +368,10 @@ PyMethodDef methods[] = {
     fastcall("_linear_activation", linear_activation,
              "_linear_activation(x, weight, bias, relu, tf32) -> Tensor: relu?(x @ weight.T + bias), float32, "
              "TF32 products where tf32; inference only"),
+    fastcall("_depthwise_conv_scale_shift_activation", depthwise_conv_scale_shift_activation,
+             "_depthwise_conv_scale_shift_activation(x, taps, scale, shift, kernel_size, stride, pad_h, pad_w, "
+             "activation, min_val, max_val, with_mean) -> (y, mean or None): act(depthwise_conv(x) * scale + shift) "
+             "for channels-last x, and y's mean per (n, c); inference only"),
     {nullptr, nullptr, 0, nullptr},
 };
 
