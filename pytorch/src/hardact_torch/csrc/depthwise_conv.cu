@@ -25,6 +25,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -35,9 +36,20 @@ namespace {
 
 constexpr int kChannelsPerThread = 4;
 constexpr int kBlockThreads = 256;
-// Position groups a thread takes in turn before more blocks are launched instead (a block's sums
-// and their reduction are paid once per block).
-constexpr int kGroupsPerThread = 4;
+// The grid: blocks of a sample cover runs of ceil(groups / (lanes * groups per thread)) position
+// groups, and at least `blocks per multiprocessor` x the multiprocessors are launched over the
+// batch where the samples have that many groups (TUNING.md#package-fused-ops). Tuning knobs, read
+// once per process: HARDACT_TORCH_DEPTHWISE_GROUPS_PER_THREAD, HARDACT_TORCH_DEPTHWISE_BLOCKS_PER_SM.
+// One group per thread: these calls are short (10-90 us at batch 64) and latency-bound; more
+// threads in flight beat fewer blocks' sums (TUNING.md#package-fused-ops).
+constexpr int kGroupsPerThread = 1;
+constexpr int kLeastBlocksPerMultiprocessor = 2;
+
+int tuning_knob(const char* name, int fallback) {
+  const char* text = std::getenv(name);
+  const int value = text != nullptr ? std::atoi(text) : 0;
+  return value > 0 ? value : fallback;
+}
 
 /// The geometry one launch needs, in int: every per-sample offset fits (checked by the launcher).
 struct DepthwiseShape {
@@ -301,11 +313,14 @@ std::tuple<at::Tensor, at::Tensor> depthwise_conv_scale_shift_activation(
   shape.groups = shape.out_height * shape.groups_per_row;
   shape.lanes = std::max(1, kBlockThreads / shape.channel_vectors);
   const int threads = shape.lanes * shape.channel_vectors;
-  // Enough blocks for every multiprocessor twice over, each thread taking a few groups in turn.
+  static const int groups_per_thread = tuning_knob("HARDACT_TORCH_DEPTHWISE_GROUPS_PER_THREAD", kGroupsPerThread);
+  static const int blocks_per_multiprocessor =
+      tuning_knob("HARDACT_TORCH_DEPTHWISE_BLOCKS_PER_SM", kLeastBlocksPerMultiprocessor);
   const int multiprocessors = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  const int most_blocks = (shape.groups + shape.lanes - 1) / shape.lanes;
-  int blocks = (shape.groups + shape.lanes * kGroupsPerThread - 1) / (shape.lanes * kGroupsPerThread);
-  const int64_t wanted = (2 * static_cast<int64_t>(multiprocessors) + samples - 1) / samples;
+  const int most_blocks = (shape.groups + shape.lanes - 1) / shape.lanes;  // one group per thread
+  int blocks = (shape.groups + shape.lanes * groups_per_thread - 1) / (shape.lanes * groups_per_thread);
+  const int64_t wanted =
+      (static_cast<int64_t>(blocks_per_multiprocessor) * multiprocessors + samples - 1) / samples;
   if (blocks < wanted) blocks = static_cast<int>(std::min<int64_t>(most_blocks, wanted));
   shape.groups_per_block = (shape.groups + blocks - 1) / blocks;
   blocks = (shape.groups + shape.groups_per_block - 1) / shape.groups_per_block;
