@@ -31,9 +31,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests")
 from checklib import describe_gpu, import_package  # noqa: E402
 
 ha = import_package()
+from bench_fused import time_interleaved  # noqa: E402  (each rep queued behind a GPU spin)
 from bench_models import build_eval  # noqa: E402
 
-SPIN_CYCLES = 100_000  # about 50 us: longer than the host time of the calls queued behind it
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -63,25 +63,6 @@ def split_stage(block, y: torch.Tensor, with_mean: bool):
     if with_mean:
         return ha.scale_shift_activation_mean(z, norm.scale, norm.shift, norm.activation, norm.min_val, norm.max_val)
     return ha.scale_shift_activation(z, norm.scale, norm.shift, norm.activation, norm.min_val, norm.max_val), None
-
-
-def time_interleaved(calls: dict, reps: int, iters: int) -> dict[str, list[float]]:
-    names = list(calls)
-    times = {name: [] for name in names}
-    for call in calls.values():
-        call()
-    torch.cuda.synchronize()
-    for rep in range(reps):
-        for name in names if rep % 2 == 0 else names[::-1]:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda._sleep(SPIN_CYCLES)
-            start.record()
-            for _ in range(iters):
-                calls[name]()
-            end.record()
-            end.synchronize()
-            times[name].append(start.elapsed_time(end) * 1000.0 / iters)
-    return times
 
 
 def close(got: torch.Tensor, expected: torch.Tensor) -> bool:
@@ -135,8 +116,10 @@ def main() -> int:
                     "fused": lambda b=block, t=y, m=with_mean: b.depthwise_stage(t, m),
                     "copy": lambda src=source: torch.empty_like(src).copy_(src),
                 }
+                repeated = {name: lambda f=f: [f() for _ in range(args.iters)] for name, f in calls.items()}
                 with torch.no_grad():
-                    times = time_interleaved(calls, args.reps, args.iters)
+                    times = {name: [ms * 1000.0 / args.iters for ms in values]
+                             for name, values in time_interleaved(repeated, args.reps).items()}
                 med = {key: statistics.median(value) for key, value in times.items()}
                 for key in totals:
                     totals[key] += med[key]
