@@ -20,7 +20,9 @@ every dtype, layout and activation; scale_shift_activation_mean's y bit for bit 
 and its mean against y's mean (sizes 7x7, 14x14, 1x1, 3x5, batch 1 and 4, NCHW, channels-last,
 3-D, gapped; empty inputs as torch.mean); output strides equal the fake kernels'; refusals;
 torch.library.opcheck; gradients against gradcheck (float64) and eager's autograd (float32); a CUDA
-graph capture; the float32 excitation's products (TF32 as cuDNN's setting says); real networks
+graph capture; the float32 excitation's products (TF32 as cuDNN's setting says); the one-kernel
+depthwise stage against float64 (odd sizes, every filter and stride it takes, its means, refusals,
+and a block taking it only without gradients); real networks
 rewritten (float32, TF32 off, both layouts): within 1e-4 of the original's largest output, bfloat16
 differences printed.
 """
