@@ -830,6 +830,12 @@ def test_depthwise_stage(checks, generator, dtype) -> None:
         checks.record("" if block.depthwise_stage(x, True) is not None else "not taken",
                       f"depthwise {NAMES[dtype]}: a block takes the one-kernel stage without gradients")
         fast = block(x)
+        with torch.autocast("cuda", dtype=torch.float16):
+            checks.record("" if block.depthwise_stage(x, True) is None else "taken",
+                          f"depthwise {NAMES[dtype]}: not under autocast (the convolution runs in its dtype)")
+        other = torch.float16 if dtype != torch.float16 else torch.bfloat16
+        checks.record("" if block.depthwise_stage(x.to(other), True) is None else "taken",
+                      f"depthwise {NAMES[dtype]}: not for an input of another dtype than the filter's")
     checks.record("" if block.depthwise_stage(x, True) is None else "taken",
                   f"depthwise {NAMES[dtype]}: and not where the convolution's weight wants a gradient")
     slow = block(x).detach()

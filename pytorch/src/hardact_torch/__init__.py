@@ -569,11 +569,14 @@ class FusedInvertedResidual(nn.Module):
 
     def depthwise_stage(self, y: torch.Tensor, with_mean: bool) -> tuple[torch.Tensor, torch.Tensor | None] | None:
         """(norm2(conv2(y)), its mean per (n, c) where with_mean) in one kernel, or None where that kernel
-        does not apply: a gradient wanted, torch.compile, a tensor subclass, not a channels-last CUDA
-        float32/float16/bfloat16 tensor, or a convolution it does not cover (_depthwise_filter)."""
+        does not apply: a gradient wanted, torch.compile, autocast (the convolution would run in its
+        dtype), a tensor subclass, not a channels-last CUDA float32/float16/bfloat16 tensor of the
+        filter's dtype (the convolution would raise), or a convolution it does not cover
+        (_depthwise_filter)."""
         spec = self.depthwise_filter
         if (spec is None or _is_compiling() or type(y) is not torch.Tensor or not y.is_cuda
-                or y.dtype not in _DEPTHWISE_DTYPES or y.dim() != 4
+                or y.dtype not in _DEPTHWISE_DTYPES or y.dtype != self.conv2.weight.dtype or y.dim() != 4
+                or torch.is_autocast_enabled("cuda")
                 or not y.is_contiguous(memory_format=torch.channels_last) or y.data_ptr() % (4 * y.element_size())):
             return None
         if torch.is_grad_enabled() and (y.requires_grad or self.conv2.weight.requires_grad):

@@ -37,8 +37,9 @@ namespace {
 constexpr int kChannelsPerThread = 4;
 constexpr int kBlockThreads = 256;
 // The grid: blocks of a sample cover runs of ceil(groups / (lanes * groups per thread)) position
-// groups, and at least `blocks per multiprocessor` x the multiprocessors are launched over the
-// batch where the samples have that many groups (TUNING.md#package-fused-ops). Tuning knobs, read
+// groups; with more than one group a thread, at least `blocks per multiprocessor` x the
+// multiprocessors are launched over the batch where the samples have that many groups
+// (TUNING.md#package-fused-ops). Tuning knobs, read
 // once per process: HARDACT_TORCH_DEPTHWISE_GROUPS_PER_THREAD, HARDACT_TORCH_DEPTHWISE_BLOCKS_PER_SM.
 // One group per thread: these calls are short (10-90 us at batch 64) and latency-bound; more
 // threads in flight beat fewer blocks' sums (TUNING.md#package-fused-ops).
@@ -316,12 +317,14 @@ std::tuple<at::Tensor, at::Tensor> depthwise_conv_scale_shift_activation(
   static const int groups_per_thread = tuning_knob("HARDACT_TORCH_DEPTHWISE_GROUPS_PER_THREAD", kGroupsPerThread);
   static const int blocks_per_multiprocessor =
       tuning_knob("HARDACT_TORCH_DEPTHWISE_BLOCKS_PER_SM", kLeastBlocksPerMultiprocessor);
-  const int multiprocessors = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
-  const int most_blocks = (shape.groups + shape.lanes - 1) / shape.lanes;  // one group per thread
   int blocks = (shape.groups + shape.lanes * groups_per_thread - 1) / (shape.lanes * groups_per_thread);
-  const int64_t wanted =
-      (static_cast<int64_t>(blocks_per_multiprocessor) * multiprocessors + samples - 1) / samples;
-  if (blocks < wanted) blocks = static_cast<int>(std::min<int64_t>(most_blocks, wanted));
+  if (groups_per_thread > 1) {  // at one group a thread the grid has its most blocks already
+    const int multiprocessors = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    const int most_blocks = (shape.groups + shape.lanes - 1) / shape.lanes;
+    const int64_t wanted =
+        (static_cast<int64_t>(blocks_per_multiprocessor) * multiprocessors + samples - 1) / samples;
+    if (blocks < wanted) blocks = static_cast<int>(std::min<int64_t>(most_blocks, wanted));
+  }
   shape.groups_per_block = (shape.groups + blocks - 1) / blocks;
   blocks = (shape.groups + shape.groups_per_block - 1) / shape.groups_per_block;
 
