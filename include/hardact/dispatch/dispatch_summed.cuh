@@ -232,7 +232,8 @@ cudaError_t launch_summed_runs(const Op& op, const SummedLayout& layout, const D
   }
 }
 
-/// Launches the summing kernels (rows or runs), then adds the partial sums where there are several.
+/// Launches the summing kernels (rows or runs), then adds the partial sums where there are several,
+/// from compute capability 9.0 as a programmatic dependent launch (kSummedDependentLaunch).
 template <int Width, class Op, class Broadcasts, class Acc, class TSum, class TOut, class... TIn>
 cudaError_t launch_summed(const Op& op, const SummedLayout& layout, const DeviceProperties& device, cudaStream_t stream,
                           const Broadcasts& broadcasts, const SumSink<Acc, TSum>& sink, TOut* out, const TIn*... in) {
@@ -242,8 +243,15 @@ cudaError_t launch_summed(const Op& op, const SummedLayout& layout, const Device
   if (status != cudaSuccess || layout.parts == 1) return status;
   const std::size_t sums_per_block = static_cast<std::size_t>(kSummedPartialsBlockThreads) /
                                      (layout.parts <= kSummedPartsPerThread ? 1 : 32);
-  const cudaLaunchConfig_t config = summed_launch_config((layout.entries + sums_per_block - 1) / sums_per_block,
-                                                         kSummedPartialsBlockThreads, device, stream);
+  cudaLaunchConfig_t config = summed_launch_config((layout.entries + sums_per_block - 1) / sums_per_block,
+                                                   kSummedPartialsBlockThreads, device, stream);
+  cudaLaunchAttribute dependent{};
+  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  dependent.val.programmaticStreamSerializationAllowed = 1;
+  if (kSummedDependentLaunch && device.compute_capability_major >= 9) {
+    config.attrs = &dependent;
+    config.numAttrs = 1;
+  }
   return cudaLaunchKernelEx(&config, sum_partials_kernel<Acc, TSum>, static_cast<const Acc*>(sink.partials),
                             layout.parts, layout.entries, sink.scale, sink.sums);
 }

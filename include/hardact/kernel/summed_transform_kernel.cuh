@@ -129,6 +129,23 @@ __device__ __forceinline__ void transform_batch(const Op& op, const Broadcasts& 
   }
 }
 
+/// Lets the partial sums' kernel, launched as a programmatic dependent launch, start now: it waits
+/// for this grid's completion and writes on the device itself (grid_dependency_wait). Nothing
+/// before compute capability 9.0, where that launch is an ordinary one.
+__device__ __forceinline__ void allow_dependent_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/// Waits until the grid this one depends on has completed and its writes are visible; returns at
+/// once for an ordinary launch.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 /// One block's share of summed_rows_kernel: block `block` of the call's blocks.
 template <int BlockThreads, int Width, bool Hoisted, class Op, class Broadcasts, class Acc, class TSum, class TOut,
           class... TIn>
@@ -226,6 +243,7 @@ __global__ void __launch_bounds__(BlockThreads, kSummedMinBlocks)
     summed_rows_kernel(Op op, SummedLayout layout, RowsGeometry geometry, Broadcasts broadcasts,
                        SumSink<Acc, TSum> sink, TOut* out, const TIn*... in) {
   __shared__ Acc shared[BlockThreads][Width];
+  allow_dependent_launch();
   const std::size_t chunks = layout.parts;
   const std::size_t blocks = layout.n / layout.span * chunks * geometry.slices;
   for (std::size_t block = blockIdx.x; block < blocks; block += gridDim.x) {
@@ -244,6 +262,7 @@ __global__ void __launch_bounds__(BlockThreads, kSummedMinBlocks)
     summed_runs_kernel(Op op, SummedLayout layout, std::uint32_t team, Broadcasts broadcasts, SumSink<Acc, TSum> sink,
                        TOut* out, const TIn*... in) {
   constexpr int K = kSummedVectorsInFlight;
+  allow_dependent_launch();
   const std::size_t runs = layout.n / layout.inner;
   const std::size_t vectors_per_run = layout.inner / Width;
   const std::size_t teams_per_grid = static_cast<std::size_t>(gridDim.x) * BlockThreads / team;
@@ -293,13 +312,15 @@ __global__ void __launch_bounds__(BlockThreads, kSummedMinBlocks)
   }
 }
 
-/// sums[e] = scale * the sum of partials[e][0 .. parts), rounded once. A few parts (up to
+/// sums[e] = scale * the sum of partials[e][0 .. parts), rounded once, once the summing kernel
+/// before it is complete (grid_dependency_wait). A few parts (up to
 /// kSummedPartsPerThread): one thread per sum, adding them in order; more: one warp per sum, lane l
 /// adding parts l, l + 32, ... in order, then a fixed shuffle tree. Launched with a whole number
 /// of warps per block.
 template <class Acc, class TSum>
 __global__ void sum_partials_kernel(const Acc* partials, std::size_t parts, std::size_t entries, Acc scale,
                                     TSum* sums) {
+  grid_dependency_wait();
   const std::size_t thread = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t threads = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   if (parts <= kSummedPartsPerThread) {

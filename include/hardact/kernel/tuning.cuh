@@ -161,6 +161,13 @@ inline constexpr std::size_t kSummedLeastChunkRows = 16;
 inline constexpr std::size_t kSummedMostChunks = 1024;
 /// Partial sums per sum that one thread adds alone; more take a warp each.
 inline constexpr std::size_t kSummedPartsPerThread = 32;
+/// Whether the partial sums' kernel is a programmatic dependent launch on devices of compute
+/// capability 9.0 and up: launched while the summing kernel runs, it waits for that kernel's
+/// writes on the device, so the second launch's latency is hidden (TUNING.md#summing-path).
+#ifndef HARDACT_SUMMED_DEPENDENT_LAUNCH
+#define HARDACT_SUMMED_DEPENDENT_LAUNCH 1
+#endif
+inline constexpr bool kSummedDependentLaunch = HARDACT_SUMMED_DEPENDENT_LAUNCH != 0;
 
 // ---- channel_sum (reduce.cuh) ----
 
