@@ -114,6 +114,7 @@ __global__ void __launch_bounds__(kBlockThreads)
                                             float inverse_positions) {
   constexpr int kOutputs = S == 1 ? 4 : 2;  // output positions a thread computes per group
   constexpr int kColumns = (kOutputs - 1) * S + K;
+  hardact::detail::allow_dependent_launch();  // add_block_sums_kernel waits for this grid itself
   const int vector = static_cast<int>(threadIdx.x) % s.channel_vectors;
   const int lane = static_cast<int>(threadIdx.x) / s.channel_vectors;
   const int c0 = vector * kChannelsPerThread;
@@ -204,10 +205,12 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-/// mean[n][c] = (sum over blocks b, in order, of block_sums[n][b][c]) * inverse_positions.
+/// mean[n][c] = (sum over blocks b, in order, of block_sums[n][b][c]) * inverse_positions, once the
+/// convolution's grid is complete (a programmatic dependent launch from compute capability 9.0).
 template <class T>
 __global__ void add_block_sums_kernel(const float* __restrict__ block_sums, T* __restrict__ mean, int samples,
                                       int blocks, int channels, float inverse_positions) {
+  hardact::detail::grid_dependency_wait();
   const std::int64_t index = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (index >= static_cast<std::int64_t>(samples) * channels) return;
   const std::int64_t n = index / channels;
@@ -344,10 +347,20 @@ std::tuple<at::Tensor, at::Tensor> depthwise_conv_scale_shift_activation(
                            act, with_mean, inverse_positions, stream);
       if (block_sums.defined()) {
         const int64_t count = samples * channels;
-        add_block_sums_kernel<T><<<static_cast<unsigned>((count + 255) / 256), 256, 0, stream>>>(
-            sums_pointer, mutable_data_of<T>(mean), static_cast<int>(samples), blocks,
-            static_cast<int>(channels), inverse_positions);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
+        cudaLaunchConfig_t config{};
+        config.gridDim = dim3(static_cast<unsigned>((count + 255) / 256));
+        config.blockDim = dim3(256);
+        config.stream = stream;
+        cudaLaunchAttribute dependent{};
+        dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        dependent.val.programmaticStreamSerializationAllowed = 1;
+        if (at::cuda::getCurrentDeviceProperties()->major >= 9) {  // hides the second launch's latency
+          config.attrs = &dependent;
+          config.numAttrs = 1;
+        }
+        C10_CUDA_CHECK(cudaLaunchKernelEx(&config, add_block_sums_kernel<T>, static_cast<const float*>(sums_pointer),
+                                          mutable_data_of<T>(mean), static_cast<int>(samples), blocks,
+                                          static_cast<int>(channels), inverse_positions));
       }
     }
     return cudaSuccess;
