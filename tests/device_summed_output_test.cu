@@ -155,13 +155,14 @@ template <class T, class TSum>
   return ::testing::AssertionSuccess();
 }
 
-/// The cases: per-(n, c) squeezes of small images (odd sizes included), NCHW per channel (partial
-/// sums per sample), column sums of a long row-major array (chunks), channel counts whose rows are
-/// not whole vectors, one channel, a group wider than a block; aligned and offset pointers.
+/// The cases: per-(n, c) squeezes of small images (odd sizes included, and planes of 1001 and 4999
+/// elements, runs longer than a team's loads), NCHW per channel (partial sums per sample), column
+/// sums of a long row-major array (chunks), channel counts whose rows are not whole vectors, one
+/// channel, a group wider than a block; aligned and offset pointers.
 std::vector<SumsCase> cases(bool wide_elements) {
   std::vector<SumsCase> all;
   const std::size_t shapes[][3] = {{2, 72, 49}, {3, 20, 7}, {1, 1, 5}, {2, 960, 9}, {4, 3, 1}, {1, 1000, 3},
-                                   {2, 40, 196}, {1, 5, 33}};
+                                   {2, 40, 196}, {1, 5, 33}, {2, 3, 1001}, {1, 2, 4999}};
   for (const auto& s : shapes) {
     for (SumsLayout layout : {SumsLayout::channels_last, SumsLayout::nchw_planes, SumsLayout::nchw_channels}) {
       for (Form form : {Form::activation, Form::scale_shift, Form::scale_shift_residual}) {

@@ -159,6 +159,20 @@ inline cudaLaunchConfig_t summed_launch_config(std::size_t blocks, int threads, 
   return config;
 }
 
+/// Makes `config` a programmatic dependent launch on devices of compute capability 9.0 and up: the
+/// kernel may start while the one before it on the stream runs, and waits for that kernel's writes
+/// itself (grid_dependency_wait), which hides the second launch's latency (TUNING.md#summing-path).
+/// An ordinary launch below 9.0. `attribute` must outlive the launch call.
+inline void make_dependent_launch(cudaLaunchConfig_t& config, cudaLaunchAttribute& attribute,
+                                  int compute_capability_major) {
+  if (compute_capability_major < 9) return;
+  attribute = cudaLaunchAttribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+}
+
 /// The rows form (inner 1) at `Width`, the widest the pointers and the layout allow, or else at
 /// width 1; values hoisted where every broadcast allows it, or else at width 1 without (the
 /// instantiations a call costs: TUNING.md#build-time). Width 1 always fits a well-formed call
@@ -246,12 +260,7 @@ cudaError_t launch_summed(const Op& op, const SummedLayout& layout, const Device
   cudaLaunchConfig_t config = summed_launch_config((layout.entries + sums_per_block - 1) / sums_per_block,
                                                    kSummedPartialsBlockThreads, device, stream);
   cudaLaunchAttribute dependent{};
-  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  dependent.val.programmaticStreamSerializationAllowed = 1;
-  if (kSummedDependentLaunch && device.compute_capability_major >= 9) {
-    config.attrs = &dependent;
-    config.numAttrs = 1;
-  }
+  if (kSummedDependentLaunch) make_dependent_launch(config, dependent, device.compute_capability_major);
   return cudaLaunchKernelEx(&config, sum_partials_kernel<Acc, TSum>, static_cast<const Acc*>(sink.partials),
                             layout.parts, layout.entries, sink.scale, sink.sums);
 }

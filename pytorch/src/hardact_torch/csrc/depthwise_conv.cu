@@ -321,8 +321,10 @@ std::tuple<at::Tensor, at::Tensor> depthwise_conv_scale_shift_activation(
   static const int blocks_per_multiprocessor =
       tuning_knob("HARDACT_TORCH_DEPTHWISE_BLOCKS_PER_SM", kLeastBlocksPerMultiprocessor);
   int blocks = (shape.groups + shape.lanes * groups_per_thread - 1) / (shape.lanes * groups_per_thread);
+  hardact::detail::DeviceProperties device;  // read once per device, then cached
+  C10_CUDA_CHECK(hardact::detail::current_device_properties(device));
   if (groups_per_thread > 1) {  // at one group a thread the grid has its most blocks already
-    const int multiprocessors = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    const int multiprocessors = device.multiprocessor_count;
     const int most_blocks = (shape.groups + shape.lanes - 1) / shape.lanes;
     const int64_t wanted =
         (static_cast<int64_t>(blocks_per_multiprocessor) * multiprocessors + samples - 1) / samples;
@@ -352,12 +354,7 @@ std::tuple<at::Tensor, at::Tensor> depthwise_conv_scale_shift_activation(
         config.blockDim = dim3(256);
         config.stream = stream;
         cudaLaunchAttribute dependent{};
-        dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        dependent.val.programmaticStreamSerializationAllowed = 1;
-        if (at::cuda::getCurrentDeviceProperties()->major >= 9) {  // hides the second launch's latency
-          config.attrs = &dependent;
-          config.numAttrs = 1;
-        }
+        hardact::detail::make_dependent_launch(config, dependent, device.compute_capability_major);
         C10_CUDA_CHECK(cudaLaunchKernelEx(&config, add_block_sums_kernel<T>, static_cast<const float*>(sums_pointer),
                                           mutable_data_of<T>(mean), static_cast<int>(samples), blocks,
                                           static_cast<int>(channels), inverse_positions));
