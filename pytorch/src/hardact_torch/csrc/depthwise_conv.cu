@@ -321,8 +321,8 @@ std::tuple<at::Tensor, at::Tensor> depthwise_conv_scale_shift_activation(
   static const int blocks_per_multiprocessor =
       tuning_knob("HARDACT_TORCH_DEPTHWISE_BLOCKS_PER_SM", kLeastBlocksPerMultiprocessor);
   int blocks = (shape.groups + shape.lanes * groups_per_thread - 1) / (shape.lanes * groups_per_thread);
-  hardact::detail::DeviceProperties device;  // read once per device, then cached
-  C10_CUDA_CHECK(hardact::detail::current_device_properties(device));
+  hardact::detail::DeviceProperties device;  // read once per device, then cached; x's device, no runtime query
+  C10_CUDA_CHECK(hardact::detail::DevicePropertiesCache::instance().get(x.device().index(), device));
   if (groups_per_thread > 1) {  // at one group a thread the grid has its most blocks already
     const int multiprocessors = device.multiprocessor_count;
     const int most_blocks = (shape.groups + shape.lanes - 1) / shape.lanes;
