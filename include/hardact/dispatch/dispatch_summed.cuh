@@ -114,6 +114,12 @@ bool rows_geometry(const SummedLayout& layout, RowsGeometry& geometry) {
   geometry.columns = static_cast<std::uint32_t>(group_vectors < threads ? group_vectors : threads);
   geometry.lanes = static_cast<std::uint32_t>(threads / geometry.columns);
   geometry.slices = static_cast<std::uint32_t>((group_vectors + geometry.columns - 1) / geometry.columns);
+  geometry.places = group / layout.period;
+  geometry.groups_per_chunk = layout.rows_per_chunk * layout.period / group;
+  geometry.groups_per_span = layout.span / group;
+  geometry.blocks = layout.n / layout.span * layout.parts * geometry.slices;
+  geometry.slice_of = FastDivmod::make(geometry.slices);
+  geometry.chunk_of = FastDivmod::make(layout.parts);
   return true;
 }
 
@@ -188,8 +194,7 @@ cudaError_t launch_summed_rows(const Op& op, const SummedLayout& layout, const D
   const Broadcasts located = with_access<Width>(broadcasts, 0);
   const bool hoisted = kHasBroadcasts && fits && hoisted_in_rows(located, geometry.group_elements, layout.span);
   const auto launch = [&](auto kernel) {
-    const cudaLaunchConfig_t config = summed_launch_config(
-        (layout.n / layout.span) * layout.parts * geometry.slices, kThreads, device, stream);
+    const cudaLaunchConfig_t config = summed_launch_config(geometry.blocks, kThreads, device, stream);
     return cudaLaunchKernelEx(&config, kernel, op, layout, geometry, located, sink, out, in...);
   };
   if constexpr (Width > 1) {
@@ -207,6 +212,17 @@ cudaError_t launch_summed_rows(const Op& op, const SummedLayout& layout, const D
   }
 }
 
+/// The runs form's geometry for teams of `team_shift` and the call's run count and divisors.
+inline RunsGeometry runs_geometry(const SummedLayout& layout, std::uint32_t team_shift) {
+  RunsGeometry geometry{};
+  geometry.team_shift = team_shift;
+  geometry.runs = layout.n / layout.inner;
+  geometry.narrow = geometry.runs < kNarrowIndexLimit;
+  geometry.runs_per_span = FastDivmod::make(layout.runs_per_span);
+  geometry.period = FastDivmod::make(layout.period);
+  return geometry;
+}
+
 /// The runs form (inner > 1) at the widest width from `Width` down that the pointers and the run
 /// length allow (a run's length often allows only a narrower one: 196 bfloat16 elements, 4);
 /// values hoisted where every broadcast allows it, or else at width 1 without.
@@ -222,12 +238,13 @@ cudaError_t launch_summed_runs(const Op& op, const SummedLayout& layout, const D
     const std::size_t vectors_per_run = layout.inner / static_cast<std::size_t>(Width);
     const std::size_t wanted_lanes =
         (vectors_per_run + kSummedVectorsInFlight - 1) / static_cast<std::size_t>(kSummedVectorsInFlight);
-    std::uint32_t team = 1;
-    while (team < 32 && team < wanted_lanes) team *= 2;
-    const std::size_t runs_per_block = static_cast<std::size_t>(kThreads) / team;
-    const cudaLaunchConfig_t config = summed_launch_config(
-        (layout.n / layout.inner + runs_per_block - 1) / runs_per_block, kThreads, device, stream);
-    return cudaLaunchKernelEx(&config, kernel, op, layout, team, located, sink, out, in...);
+    std::uint32_t team_shift = 0;
+    while (team_shift < 5 && (std::size_t{1} << team_shift) < wanted_lanes) ++team_shift;
+    const RunsGeometry geometry = runs_geometry(layout, team_shift);
+    const std::size_t runs_per_block = static_cast<std::size_t>(kThreads) >> geometry.team_shift;
+    const cudaLaunchConfig_t config =
+        summed_launch_config((geometry.runs + runs_per_block - 1) / runs_per_block, kThreads, device, stream);
+    return cudaLaunchKernelEx(&config, kernel, op, layout, geometry, located, sink, out, in...);
   };
   if constexpr (Width > 1) {
     if (kHasBroadcasts && !hoisted) {
@@ -246,14 +263,58 @@ cudaError_t launch_summed_runs(const Op& op, const SummedLayout& layout, const D
   }
 }
 
-/// Launches the summing kernels (rows or runs), then adds the partial sums where there are several,
+/// Runs per tile of the tiles form at `Width`: as many as fill kSummedVectorsInFlight vectors a
+/// thread, a multiple that makes the tile whole vectors; 0 where the form does not take the call
+/// (kSummedTiles: runs of at least one vector and fewer than kSummedTilesMostRunVectors, not whole
+/// vectors).
+template <int Width>
+std::size_t runs_per_tile(const SummedLayout& layout) {
+  const std::size_t width = static_cast<std::size_t>(Width);
+  if (!kSummedTiles || Width == 1 || layout.inner < width || layout.inner % width == 0 ||
+      layout.inner >= kSummedTilesMostRunVectors * width) {
+    return 0;
+  }
+  const std::size_t tile_elements = static_cast<std::size_t>(kSummedBlockThreads) * kSummedVectorsInFlight * width;
+  const std::size_t multiple = width / greatest_common_divisor(layout.inner, width);
+  return tile_elements / layout.inner / multiple * multiple;
+}
+
+/// The tiles form (short NCHW runs that are not whole vectors: runs_per_tile) at `Width`, or the
+/// runs form where it does not apply, or the pointers are not aligned to Width, or a broadcast
+/// has more than one value a run.
+template <int Width, class Op, class Broadcasts, class Acc, class TSum, class TOut, class... TIn>
+cudaError_t launch_summed_tiles_or_runs(const Op& op, const SummedLayout& layout, const DeviceProperties& device,
+                                        cudaStream_t stream, const Broadcasts& broadcasts,
+                                        const SumSink<Acc, TSum>& sink, TOut* out, const TIn*... in) {
+  if constexpr (Width > 1) {
+    constexpr int kThreads = kSummedBlockThreads;
+    const Broadcasts located = with_access<1>(broadcasts, 0);
+    const std::size_t tile_runs = runs_per_tile<Width>(layout);
+    if (tile_runs > 0 && all_vector_aligned<Width>(static_cast<const TOut*>(out), in...) &&
+        (cuda::std::tuple_size_v<Broadcasts> == 0 || hoisted_in_runs(located, layout.inner))) {
+      TilesGeometry geometry{};
+      geometry.runs = runs_geometry(layout, 0);
+      geometry.tiles = (geometry.runs.runs + tile_runs - 1) / tile_runs;
+      geometry.runs_per_tile = static_cast<std::uint32_t>(tile_runs);
+      geometry.inner = static_cast<std::uint32_t>(layout.inner);
+      geometry.run_of = FastDivmod::make(layout.inner);
+      const cudaLaunchConfig_t config = summed_launch_config(geometry.tiles, kThreads, device, stream);
+      return cudaLaunchKernelEx(&config,
+                                summed_tiles_kernel<kThreads, Width, Op, Broadcasts, Acc, TSum, TOut, TIn...>, op,
+                                layout, geometry, located, sink, out, in...);
+    }
+  }
+  return launch_summed_runs<Width>(op, layout, device, stream, broadcasts, sink, out, in...);
+}
+
+/// Launches the summing kernels (rows, tiles or runs), then adds the partial sums where there are several,
 /// from compute capability 9.0 as a programmatic dependent launch (kSummedDependentLaunch).
 template <int Width, class Op, class Broadcasts, class Acc, class TSum, class TOut, class... TIn>
 cudaError_t launch_summed(const Op& op, const SummedLayout& layout, const DeviceProperties& device, cudaStream_t stream,
                           const Broadcasts& broadcasts, const SumSink<Acc, TSum>& sink, TOut* out, const TIn*... in) {
   const cudaError_t status =
       layout.inner == 1 ? launch_summed_rows<Width>(op, layout, device, stream, broadcasts, sink, out, in...)
-                        : launch_summed_runs<Width>(op, layout, device, stream, broadcasts, sink, out, in...);
+                        : launch_summed_tiles_or_runs<Width>(op, layout, device, stream, broadcasts, sink, out, in...);
   if (status != cudaSuccess || layout.parts == 1) return status;
   const std::size_t sums_per_block = static_cast<std::size_t>(kSummedPartialsBlockThreads) /
                                      (layout.parts <= kSummedPartsPerThread ? 1 : 32);

@@ -169,6 +169,15 @@ inline constexpr std::size_t kSummedPartsPerThread = 32;
 #endif
 inline constexpr bool kSummedDependentLaunch = HARDACT_SUMMED_DEPENDENT_LAUNCH != 0;
 
+/// Whether NCHW runs shorter than kSummedTilesMostRunVectors vectors at the output's 16-byte width,
+/// and not whole vectors, take the tiles form (the runs form would read them a narrower access at a
+/// time); longer runs, and runs of whole vectors, were faster in the runs form (TUNING.md#summing-path).
+#ifndef HARDACT_SUMMED_TILES
+#define HARDACT_SUMMED_TILES 1
+#endif
+inline constexpr bool kSummedTiles = HARDACT_SUMMED_TILES != 0;
+inline constexpr std::size_t kSummedTilesMostRunVectors = 16;
+
 // ---- channel_sum (reduce.cuh) ----
 
 /// Threads of channel_sum's first pass: about a full GPU's worth, each summing whole rows.
