@@ -288,20 +288,21 @@ cudaError_t launch_summed_tiles_or_runs(const Op& op, const SummedLayout& layout
                                         const SumSink<Acc, TSum>& sink, TOut* out, const TIn*... in) {
   if constexpr (Width > 1) {
     constexpr int kThreads = kSummedBlockThreads;
-    const Broadcasts located = with_access<1>(broadcasts, 0);
     const std::size_t tile_runs = runs_per_tile<Width>(layout);
-    if (tile_runs > 0 && all_vector_aligned<Width>(static_cast<const TOut*>(out), in...) &&
-        (cuda::std::tuple_size_v<Broadcasts> == 0 || hoisted_in_runs(located, layout.inner))) {
-      TilesGeometry geometry{};
-      geometry.runs = runs_geometry(layout, 0);
-      geometry.tiles = (geometry.runs.runs + tile_runs - 1) / tile_runs;
-      geometry.runs_per_tile = static_cast<std::uint32_t>(tile_runs);
-      geometry.inner = static_cast<std::uint32_t>(layout.inner);
-      geometry.run_of = FastDivmod::make(layout.inner);
-      const cudaLaunchConfig_t config = summed_launch_config(geometry.tiles, kThreads, device, stream);
-      return cudaLaunchKernelEx(&config,
-                                summed_tiles_kernel<kThreads, Width, Op, Broadcasts, Acc, TSum, TOut, TIn...>, op,
-                                layout, geometry, located, sink, out, in...);
+    if (tile_runs > 0 && all_vector_aligned<Width>(static_cast<const TOut*>(out), in...)) {
+      const Broadcasts located = with_access<1>(broadcasts, 0);
+      if (cuda::std::tuple_size_v<Broadcasts> == 0 || hoisted_in_runs(located, layout.inner)) {
+        TilesGeometry geometry{};
+        geometry.runs = runs_geometry(layout, 0);
+        geometry.tiles = (geometry.runs.runs + tile_runs - 1) / tile_runs;
+        geometry.runs_per_tile = static_cast<std::uint32_t>(tile_runs);
+        geometry.inner = static_cast<std::uint32_t>(layout.inner);
+        geometry.run_of = FastDivmod::make(layout.inner);
+        const cudaLaunchConfig_t config = summed_launch_config(geometry.tiles, kThreads, device, stream);
+        return cudaLaunchKernelEx(&config,
+                                  summed_tiles_kernel<kThreads, Width, Op, Broadcasts, Acc, TSum, TOut, TIn...>, op,
+                                  layout, geometry, located, sink, out, in...);
+      }
     }
   }
   return launch_summed_runs<Width>(op, layout, device, stream, broadcasts, sink, out, in...);
