@@ -14,6 +14,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
+#include <string>
 
 namespace {
 
@@ -129,6 +131,48 @@ TEST(HostSummedOutputContract, StorageDependsOnTheShapeAlone) {
   // Malformed or empty: 0, and the launcher refuses the malformed.
   EXPECT_EQ(hardact::temp_storage_bytes(hardact::with_channel_sums(a.y(), a.sums(), std::size_t{0}), kN), 0u);
   EXPECT_EQ(hardact::temp_storage_bytes(hardact::with_channel_sums(a.y(), a.sums(), kChannels, kPositions), 0), 0u);
+}
+
+// A launch may cut a channels-last span into fewer chunks than its shape's (fit_chunks_to_one_wave)
+// so that its blocks fit one wave of the device; never more, so the shape's temporary storage
+// always holds the partial sums, and every chunk is still whole groups.
+TEST(HostSummedOutputContract, ChunksFitToOneWaveOnlyLowerTheParts) {
+  using hardact::detail::SummedLayout;
+  struct Shape {
+    std::size_t samples, channels, positions;
+  };
+  for (const Shape s : {Shape{64, 672, 196}, Shape{64, 72, 784}, Shape{64, 960, 49}, Shape{512, 120, 784},
+                        Shape{2, 16, 3000}, Shape{4, 3, 100000}}) {
+    SCOPED_TRACE(std::to_string(s.samples) + " x " + std::to_string(s.positions) + " x " + std::to_string(s.channels));
+    const std::size_t n = s.samples * s.channels * s.positions;
+    SummedLayout shape;
+    ASSERT_TRUE(hardact::detail::summed_layout(n, 1, s.channels, s.channels * s.positions, 8, shape));
+    for (const std::size_t resident : {std::size_t{1}, std::size_t{100}, std::size_t{396}, std::size_t{100000}}) {
+      SummedLayout fitted = shape;
+      hardact::detail::fit_chunks_to_one_wave(fitted, resident);
+      EXPECT_LE(fitted.parts, shape.parts) << resident;
+      EXPECT_EQ(fitted.entries, shape.entries);
+      const std::size_t wave_chunks = resident / s.samples;
+      if (s.samples * shape.parts > resident && wave_chunks >= 1) {
+        EXPECT_LE(s.samples * fitted.parts, resident) << "one wave of " << resident;
+      } else {
+        EXPECT_EQ(fitted.parts, shape.parts) << resident;
+      }
+      if (fitted.parts > 1) {
+        EXPECT_EQ(fitted.rows_per_chunk % (16 / std::gcd(s.channels, std::size_t{16})), 0u) << "whole groups";
+        EXPECT_EQ((fitted.rows_per_span + fitted.rows_per_chunk - 1) / fitted.rows_per_chunk, fitted.parts);
+      } else {
+        EXPECT_EQ(fitted.rows_per_chunk, fitted.rows_per_span);
+      }
+    }
+  }
+  // MobileNetV3-large's 14 x 14 x 672 squeeze at batch 64, on 132 multiprocessors of 3 blocks:
+  // 8 chunks a sample (512 blocks) become 6 (384).
+  SummedLayout layout;
+  ASSERT_TRUE(hardact::detail::summed_layout(64 * 672 * 196, 1, 672, 672 * 196, 8, layout));
+  EXPECT_EQ(layout.parts, 8u);
+  hardact::detail::fit_chunks_to_one_wave(layout, 132 * 3);
+  EXPECT_EQ(layout.parts, 6u);
 }
 
 }  // namespace

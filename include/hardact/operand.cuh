@@ -72,10 +72,11 @@ __host__ __device__ constexpr SampleBroadcast<T> per_sample_channel(const T* val
 /// with_sample_channel_sums(y, mean, C, H * W) for channels-last y and with_channel_sums(y, mean,
 /// N * C, H * W) for NCHW y, with scale 1 / (H * W); a bias gradient is with_channel_sums(dx,
 /// dbias, C) over a row-major [rows, C] array. Sums accumulate in float (double for double
-/// outputs), in an order fixed by the call's shape and pointers' alignment, never by timing: the
-/// same call gives the same bits. A call whose sums each gather more than one block's share needs
-/// `temp_storage_bytes(output, n)` bytes of device memory in temp_storage (no allocation inside a
-/// launch); others need none. n must be a whole number of spans, inner and period at least 1, span
+/// outputs), in an order fixed by the call's shape, its pointers' alignment and the device's
+/// multiprocessor count, never by timing: the same call on the same device gives the same bits.
+/// A call whose sums each gather more than one block's share needs `temp_storage_bytes(output, n)`
+/// bytes of device memory in temp_storage (no allocation inside a launch), the same on every
+/// device; others need none. n must be a whole number of spans, inner and period at least 1, span
 /// a multiple of inner * period (or 0); `sums` holds period * (n / span) values (period for span
 /// 0), and overlaps neither the outputs nor the inputs.
 template <class T, class TSum>

@@ -52,7 +52,8 @@ cudaError_t transform(Op op, const TIn* in, TOut* out, std::size_t n, cudaStream
 ///        OutputWithSums in place of its output pointer.
 ///
 /// One pass over the inputs and outputs (a second, small one adds partial sums where a sum
-/// gathers more than one block's share), deterministic: the same call gives the same bits. Same
+/// gathers more than one block's share), deterministic: the same call on the same device gives the
+/// same bits. Same
 /// contract as the pointer overloads, and cudaErrorInvalidValue, nothing launched, for a malformed
 /// OutputWithSums (inner or period 0, a span not a multiple of inner * period) whatever n; for
 /// n > 0, for n not a whole number of spans, null or misaligned sums, sums that share memory with

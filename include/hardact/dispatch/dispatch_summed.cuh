@@ -39,7 +39,8 @@ inline std::size_t greatest_common_divisor(std::size_t a, std::size_t b) {
 /// elements and kSummedLeastChunkRows rows (so that the partial sums stay a few percent of the
 /// bytes), whole numbers of groups at every width up to 16, and at most kSummedMostChunks per
 /// span; runs (inner > 1) give one partial sum per run. Shape and output type only: the same call
-/// has the same partial sums, and the same temporary storage, on every device.
+/// needs the same temporary storage on every device (a launch may then use fewer chunks:
+/// fit_chunks_to_one_wave).
 inline bool summed_layout(std::size_t n, std::size_t inner, std::size_t period, std::size_t span,
                           std::size_t nominal_width, SummedLayout& layout) {
   const std::size_t span_elements = span == 0 ? n : span;
@@ -72,6 +73,24 @@ inline bool summed_layout(std::size_t n, std::size_t inner, std::size_t period, 
     layout.parts = layout.runs_per_span / period;
   }
   return true;
+}
+
+/// Refits the rows form's chunks (inner 1) to one wave of `resident_blocks` blocks (the device's
+/// multiprocessors times the blocks the summing kernels' launch bounds keep resident) where the
+/// shape's chunks would take more than one wave and a wave can hold a chunk of every span: as few
+/// chunks a span as fill it. A part-filled second wave left most of the device idle for its
+/// chunks' time (TUNING.md#summing-path). It only ever lowers the parts, so the temporary storage
+/// that summed_layout sizes from the shape alone still holds the partial sums; the sums' order
+/// then depends on the device's multiprocessor count too.
+inline void fit_chunks_to_one_wave(SummedLayout& layout, std::size_t resident_blocks) {
+  if (layout.inner != 1 || layout.parts <= 1) return;
+  const std::size_t spans = layout.n / layout.span;
+  const std::size_t chunks = resident_blocks / spans;
+  if (chunks == 0 || chunks >= layout.parts) return;
+  const std::size_t whole = 16 / greatest_common_divisor(layout.period, 16);  // rows of a group at width 16
+  const std::size_t rows = ((layout.rows_per_span + chunks - 1) / chunks + whole - 1) / whole * whole;
+  layout.parts = (layout.rows_per_span + rows - 1) / rows;
+  layout.rows_per_chunk = layout.parts > 1 ? rows : layout.rows_per_span;
 }
 
 /// The width summed_layout lays a call out for: one 16-byte access of the output type.
@@ -359,6 +378,10 @@ cudaError_t dispatch_summed(const Op& op, std::size_t n, cudaStream_t stream, co
   DeviceProperties device;
   const cudaError_t status = current_device_properties(device);
   if (status != cudaSuccess) return status;
+  if (kSummedOneWave) {
+    fit_chunks_to_one_wave(layout, static_cast<std::size_t>(device.multiprocessor_count) *
+                                        static_cast<std::size_t>(kSummedMinBlocks));
+  }
   const SumSink<Acc, TSum> sink{output.sums, static_cast<Acc*>(output.temp_storage), static_cast<Acc>(output.scale),
                                 layout.entries, layout.parts};
   return launch_summed<kWidth>(op, layout, device, stream, broadcasts, sink, out, in...);

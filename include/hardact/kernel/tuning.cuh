@@ -159,6 +159,13 @@ inline constexpr int kSummedMinBlocks = HARDACT_SUMMED_MIN_BLOCKS;
 inline constexpr std::size_t kSummedChunkElements = 16384;
 inline constexpr std::size_t kSummedLeastChunkRows = 16;
 inline constexpr std::size_t kSummedMostChunks = 1024;
+/// Whether a rows-form call whose chunks would take more than one wave of resident blocks, while
+/// one wave could hold a chunk of every span, takes fewer, larger chunks that fill one wave
+/// (fit_chunks_to_one_wave; TUNING.md#summing-path).
+#ifndef HARDACT_SUMMED_ONE_WAVE
+#define HARDACT_SUMMED_ONE_WAVE 1
+#endif
+inline constexpr bool kSummedOneWave = HARDACT_SUMMED_ONE_WAVE != 0;
 /// Partial sums per sum that one thread adds alone; more take a warp each.
 inline constexpr std::size_t kSummedPartsPerThread = 32;
 /// Whether the partial sums' kernel is a programmatic dependent launch on devices of compute
