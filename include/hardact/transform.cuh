@@ -53,12 +53,11 @@ cudaError_t transform(Op op, const TIn* in, TOut* out, std::size_t n, cudaStream
 ///
 /// One pass over the inputs and outputs (a second, small one adds partial sums where a sum
 /// gathers more than one block's share), deterministic: the same call on the same device gives the
-/// same bits. Same
-/// contract as the pointer overloads, and cudaErrorInvalidValue, nothing launched, for a malformed
-/// OutputWithSums (inner or period 0, a span not a multiple of inner * period) whatever n; for
-/// n > 0, for n not a whole number of spans, null or misaligned sums, sums that share memory with
-/// the outputs, an input or a broadcast's values, or temporary storage smaller than
-/// temp_storage_bytes(output, n) (or misaligned for the accumulation type).
+/// same bits. Same contract as the pointer overloads, and cudaErrorInvalidValue, nothing launched,
+/// for a malformed OutputWithSums (inner or period 0, a span not a multiple of inner * period)
+/// whatever n; for n > 0, for n not a whole number of spans, null or misaligned sums, sums that
+/// share memory with the outputs, an input or a broadcast's values, or temporary storage smaller
+/// than temp_storage_bytes(output, n) (or misaligned for the accumulation type).
 template <int VecWidth = 0, class Op, class TIn, class TOut, class TSum>
 cudaError_t transform(Op op, const TIn* in, OutputWithSums<TOut, TSum> out, std::size_t n,
                       cudaStream_t stream = nullptr) {
