@@ -12,6 +12,7 @@
 ///   dispatch/operands              which operand is which, pointer checks, broadcasts prepared
 ///   dispatch/launch_shape          which kernel, and the staged shape (Little's law per device)
 ///   dispatch/device_properties     per-device properties, cached
+///   dispatch/dependent_launch      a launch that may start while the one before it runs (sm_90+)
 ///   dispatch/pointer_check         which device a pointer belongs to (opt-in check)
 ///   dispatch/test_overrides        switches tests use to force a path (HARDACT_TESTING_OVERRIDES)
 ///   kernel/tuning                  every tuning constant and HARDACT_* knob (docs/TUNING.md)
@@ -19,6 +20,7 @@
 ///   kernel/staged_transform_kernel bulk copies into shared memory (sm_90 and later)
 ///   kernel/summed_transform_kernel the transform that also sums its outputs per channel
 ///   kernel/device_broadcast        broadcast operands as the kernels read them
+///   kernel/dependent_launch        the device side of a dependent launch
 ///   policy/*                       activation functors
 ///   numeric/*                      compute types, conversions, comparisons, fast division
 #pragma once

@@ -5,6 +5,7 @@
 ///        kernel/summed_transform_kernel.cuh. Nothing here synchronises or allocates.
 #pragma once
 
+#include <hardact/dispatch/dependent_launch.cuh>
 #include <hardact/dispatch/device_properties.cuh>
 #include <hardact/dispatch/dispatch_transform.cuh>
 #include <hardact/dispatch/operands.cuh>
@@ -182,20 +183,6 @@ inline cudaLaunchConfig_t summed_launch_config(std::size_t blocks, int threads, 
   config.blockDim = dim3(static_cast<unsigned int>(threads));
   config.stream = stream;
   return config;
-}
-
-/// Makes `config` a programmatic dependent launch on devices of compute capability 9.0 and up: the
-/// kernel may start while the one before it on the stream runs, and waits for that kernel's writes
-/// itself (grid_dependency_wait), which hides the second launch's latency (TUNING.md#summing-path).
-/// An ordinary launch below 9.0. `attribute` must outlive the launch call.
-inline void make_dependent_launch(cudaLaunchConfig_t& config, cudaLaunchAttribute& attribute,
-                                  int compute_capability_major) {
-  if (compute_capability_major < 9) return;
-  attribute = cudaLaunchAttribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
 }
 
 /// The rows form (inner 1) at `Width`, the widest the pointers and the layout allow, or else at

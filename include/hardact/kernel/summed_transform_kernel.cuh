@@ -16,6 +16,7 @@
 #pragma once
 
 #include <hardact/kernel/apply_op.cuh>
+#include <hardact/kernel/dependent_launch.cuh>
 #include <hardact/kernel/device_broadcast.cuh>
 #include <hardact/kernel/tuning.cuh>
 #include <hardact/kernel/value_array.cuh>
@@ -150,23 +151,6 @@ __device__ __forceinline__ void transform_batch(const Op& op, const Broadcasts& 
       store_streaming(reinterpret_cast<AlignedVector<TOut, Width>*>(out + firsts[k]), result);
     }
   }
-}
-
-/// Lets the partial sums' kernel, launched as a programmatic dependent launch, start now: it waits
-/// for this grid's completion and writes on the device itself (grid_dependency_wait). Nothing
-/// before compute capability 9.0, where that launch is an ordinary one.
-__device__ __forceinline__ void allow_dependent_launch() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-
-/// Waits until the grid this one depends on has completed and its writes are visible; returns at
-/// once for an ordinary launch.
-__device__ __forceinline__ void grid_dependency_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
 }
 
 /// One block's share of summed_rows_kernel: block `block` of the call's blocks.
