@@ -15,7 +15,6 @@ functional (like torch.nn.functional, with the fused epilogues), modules (like t
 from __future__ import annotations
 
 import torch
-from torch import nn
 
 from . import _C  # noqa: F401  (loading the extension registers torch.ops.hardact)
 from .cuda_graph import CudaGraphInference, cuda_graph_inference
@@ -32,7 +31,7 @@ from .rewrite import (FusedInvertedResidual, fuse_batchnorm_activation, fuse_blo
 __all__ = [
     "SUPPORTED_DTYPES", "UNARY_OPS", "DTENSOR_SHARDING_REGISTERED", "sharded_ops",
     "hardsigmoid", "hardsigmoid_", "hardtanh", "hardtanh_", "hardswish", "hardswish_", "relu6", "relu6_",
-    "HardSigmoid", "HardTanh", "HardSwish", "ReLU6", "ModelNew", "replace_activations",
+    "HardSigmoid", "HardTanh", "HardSwish", "ReLU6", "replace_activations",
     "FUSED_ACTIVATIONS", "scale_shift_activation", "bias_activation", "residual_activation", "hardsigmoid_gate",
     "scale_shift_residual_activation", "scale_shift_activation_mean",
     "BatchNormActivation", "fuse_batchnorm_activation", "HardSigmoidSqueezeExcitation", "fuse_squeeze_excitation",
@@ -41,19 +40,3 @@ __all__ = [
 ]
 
 ops = torch.ops.hardact
-
-
-class ModelNew(nn.Module):
-    """Drop-in for a KernelBench-style `Model` whose forward is F.hardsigmoid(x) (the default) or
-    F.hardtanh(x, min_val, max_val): ModelNew(), ModelNew("hardtanh"), ModelNew("hardtanh", 0.0, 6.0)."""
-
-    KINDS = ("hardsigmoid", "hardtanh")
-
-    def __init__(self, kind: str = "hardsigmoid", min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
-        super().__init__()
-        if kind not in self.KINDS:
-            raise ValueError(f"hardact.ModelNew: kind must be one of {self.KINDS}, got {kind!r}")
-        self.activation = HardSigmoid(inplace) if kind == "hardsigmoid" else HardTanh(min_val, max_val, inplace)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.activation(x)
