@@ -23,8 +23,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
-# checklib.py (comparison, test data, the installed package) lives with the tests.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+# checklib.py (comparison, test data, the installed package), shared with the tests: pytorch/common/.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "common"))
 from checklib import NAMES, describe_gpu, import_package, mismatch_report, salted_random
 
 ha = import_package()

@@ -27,7 +27,8 @@ import sys
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+# checklib.py (comparison, test data, the installed package), shared with the tests: pytorch/common/.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "common"))
 from checklib import describe_gpu, import_package  # noqa: E402
 
 ha = import_package()

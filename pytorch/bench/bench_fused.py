@@ -40,8 +40,8 @@ import time
 import torch
 import torch.nn.functional as F
 
-# checklib.py (comparison, test data, the installed package) lives with the tests.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+# checklib.py (comparison, test data, the installed package), shared with the tests: pytorch/common/.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "common"))
 from checklib import describe_gpu, import_package
 
 ha = import_package()

@@ -39,8 +39,8 @@ from torch import nn
 
 from bench_models import (RATIO_HEADER, benchmark_setup, build_eval, image_batch, ratio_cell, rewrite, time_pair,
                           warmed_modes)
-# checklib.py (comparison, test data, the installed package) lives with the tests.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+# checklib.py (comparison, test data, the installed package), shared with the tests: pytorch/common/.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "common"))
 from checklib import import_package
 
 ha = import_package()

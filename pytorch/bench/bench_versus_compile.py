@@ -39,7 +39,8 @@ import torch
 from bench_models import (TIMM_MODELS, TORCHVISION_MODELS, build_eval, gpu_profile, rewrite, stop_compile_workers,
                           time_pair)
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+# checklib.py (comparison, test data, the installed package), shared with the tests: pytorch/common/.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "common"))
 from checklib import describe_gpu, import_package
 
 ha = import_package()

@@ -39,8 +39,8 @@ from torch.distributed.tensor import DTensor, Shard, distribute_tensor  # noqa: 
 from torch.distributed.tensor.debug import CommDebugMode  # noqa: E402
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module  # noqa: E402
 
-# checklib.py (comparison, test data, the installed package) lives with the tests.
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests"))
+# checklib.py (comparison, test data, the installed package), shared with the tests: pytorch/common/.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "common"))
 from checklib import NAMES, differing, import_package, special_values  # noqa: E402
 
 ha = import_package()

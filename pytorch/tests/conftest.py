@@ -1,7 +1,7 @@
 """pytest set-up of the package's tests.
 
 - The `cuda` marker: a test that needs a CUDA GPU is skipped, with that reason, where PyTorch sees none.
-- The `checks` fixture (checklib.Checks): a test records many comparisons (a loop over dtypes, layouts,
+- The `checks` fixture (Checks, below): a test records many comparisons (a loop over dtypes, layouts,
   activations and forms) and fails with all of its failures in one message, or when it recorded
   none. The number of comparisons per module is printed at the end of the run.
 - The `generator` fixture: a CUDA generator seeded with the module's SEED, fresh for every test, so a
@@ -12,10 +12,14 @@ never the source tree.
 
 from __future__ import annotations
 
+import pathlib
+import sys
+
 import pytest
 import torch
 
-from checklib import Checks
+# checklib.py (comparison, test data), shared with the benchmarks and examples, lives in pytorch/common/.
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "common"))
 
 try:
     import hardact_torch  # noqa: F401
@@ -23,6 +27,28 @@ except ImportError as error:
     raise pytest.UsageError(
         f"hardact_torch is not installed or does not load ({error}). Install it from the repository root "
         "with: python3 -m pip install --no-build-isolation ./pytorch") from error
+
+
+class Checks:
+    """The comparisons one test makes: each record is a pass ('') or a failure's description. A test
+    that takes the `checks` fixture fails (pytest_runtest_call below) when any record failed or when none was made,
+    with every failure in one message: a loop over thousands of cases stays one test."""
+
+    def __init__(self) -> None:
+        self.passed = 0
+        self.failures: list[str] = []
+
+    def record(self, report: str, what: str) -> bool:
+        """report '' is a pass; anything else is the failure's description."""
+        if report:
+            self.failures.append(f"{what}: {report}")
+        else:
+            self.passed += 1
+        return not report
+
+    def summary(self) -> str:
+        return f"{self.passed} passed, {len(self.failures)} failed"
+
 
 CHECKS = pytest.StashKey[Checks]()
 COUNTS = pytest.StashKey[dict]()

@@ -65,6 +65,20 @@ def layouts(x2d: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
 
 # ---- no GPU needed: meta tensors, fake tensors, CPU stand-ins ------------------------------------
 
+def test_public_names(checks) -> None:
+    """hardact_torch re-exports every public name of its topic modules, the same objects; ModelNew is an
+    example (examples/kernelbench_model.py), not part of the package."""
+    from hardact_torch import functional, modules, rewrite
+    for module in (functional, modules, rewrite):
+        for name in module.__all__:
+            checks.record("" if name in ha.__all__ and getattr(ha, name, None) is getattr(module, name) else "missing",
+                          f"hardact_torch.{name} is {module.__name__}.{name}")
+    checks.record("" if all(hasattr(ha, name) for name in ha.__all__) else "a name of __all__ is missing",
+                  "hardact_torch.__all__ all defined")
+    checks.record("" if "ModelNew" not in ha.__all__ and not hasattr(ha, "ModelNew") else "exported",
+                  "ModelNew not in hardact_torch")
+
+
 def test_registration(checks) -> None:
     has_kernel = torch._C._dispatch_has_kernel_for_dispatch_key
     for name in ha.UNARY_OPS:

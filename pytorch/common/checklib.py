@@ -1,5 +1,6 @@
-"""Shared by the tests, the benchmarks and the DTensor example: bit-for-bit comparison, test data, the
-record of a test's comparisons, the installed package."""
+"""Shared by the tests, the benchmarks and the examples of pytorch/: bit-for-bit comparison, test data,
+the installed package, the GPU's description. Not part of hardact_torch: each user puts this folder
+on sys.path in one line (tests/conftest.py, bench/*.py, examples/dtensor_example.py)."""
 
 from __future__ import annotations
 
@@ -27,27 +28,6 @@ def import_package():
               file=sys.stderr)
         sys.exit(3)
     return hardact_torch
-
-
-class Checks:
-    """The comparisons one test makes: each record is a pass ('') or a failure's description. A test
-    that takes the `checks` fixture fails (conftest.py) when any record failed or when none was made,
-    with every failure in one message: a loop over thousands of cases stays one test."""
-
-    def __init__(self) -> None:
-        self.passed = 0
-        self.failures: list[str] = []
-
-    def record(self, report: str, what: str) -> bool:
-        """report '' is a pass; anything else is the failure's description."""
-        if report:
-            self.failures.append(f"{what}: {report}")
-        else:
-            self.passed += 1
-        return not report
-
-    def summary(self) -> str:
-        return f"{self.passed} passed, {len(self.failures)} failed"
 
 
 def as_bits(t: torch.Tensor) -> torch.Tensor:

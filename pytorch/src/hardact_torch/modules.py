@@ -1,0 +1,122 @@
+"""hardact's modules, like torch.nn's: HardSigmoid, HardTanh, HardSwish and ReLU6 (drop-ins for
+nn.Hardsigmoid, nn.Hardtanh, nn.Hardswish and nn.ReLU6), and the fused modules the rewrites make:
+BatchNormActivation (a folded inference BatchNorm and its activation) and HardSigmoidSqueezeExcitation.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._registrations import FUSED_ACTIVATIONS
+from .functional import hardsigmoid, hardsigmoid_gate, hardswish, hardtanh, relu6, scale_shift_activation
+
+__all__ = ["HardSigmoid", "HardTanh", "HardSwish", "ReLU6", "BatchNormActivation", "HardSigmoidSqueezeExcitation"]
+
+
+class HardSigmoid(nn.Module):
+    """Drop-in for nn.Hardsigmoid."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return hardsigmoid(x, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"inplace={self.inplace}"
+
+
+class HardTanh(nn.Module):
+    """Drop-in for nn.Hardtanh."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__()
+        if min_val > max_val:
+            raise ValueError("min_val cannot be greater than max_val")  # nn.Hardtanh's check and wording
+        self.min_val, self.max_val, self.inplace = float(min_val), float(max_val), inplace
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return hardtanh(x, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}, inplace={self.inplace}"
+
+
+class HardSwish(HardSigmoid):
+    """Drop-in for nn.Hardswish."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return hardswish(x, self.inplace)
+
+
+class ReLU6(HardSigmoid):
+    """Drop-in for nn.ReLU6."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return relu6(x, self.inplace)
+
+
+class BatchNormActivation(nn.Module):
+    """An inference BatchNorm folded into a per-channel scale and shift, and its activation, in one
+    pass: activation(x * scale + shift) with scale = weight / sqrt(running_var + eps) and shift =
+    bias - running_mean * scale, computed in float64 from the BatchNorm's state and kept in float32
+    (float64 for a float64 BatchNorm). Made by fuse_batchnorm_activation or from_batchnorm; the
+    scale and shift are frozen: a later change to the BatchNorm's statistics is not seen.
+
+    Against PyTorch eager (cuDNN's or ATen's BatchNorm, then the activation) the results differ by
+    rounding only: eager normalises as (x - mean) * invstd * weight + bias in its own order, and in
+    float16/bfloat16 rounds between the two kernels. Bit for bit, it is
+    `act(x * scale.view(C, 1, 1) + shift.view(C, 1, 1))` in float32."""
+
+    def __init__(self, scale: torch.Tensor, shift: torch.Tensor, activation: str = "identity",
+                 min_val: float = -1.0, max_val: float = 1.0):
+        super().__init__()
+        if activation not in FUSED_ACTIVATIONS:
+            raise ValueError(f"hardact.BatchNormActivation: activation must be one of {FUSED_ACTIVATIONS}, "
+                             f"got {activation!r}")
+        if activation == "hardtanh" and min_val > max_val:
+            raise ValueError("min_val cannot be greater than max_val")
+        self.register_buffer("scale", scale)
+        self.register_buffer("shift", shift)
+        self.activation, self.min_val, self.max_val = activation, float(min_val), float(max_val)
+
+    @classmethod
+    def from_batchnorm(cls, bn: nn.modules.batchnorm._BatchNorm, activation: str = "identity",
+                       min_val: float = -1.0, max_val: float = 1.0) -> "BatchNormActivation":
+        if bn.running_mean is None or bn.running_var is None:
+            raise ValueError("hardact.BatchNormActivation: the BatchNorm has no running statistics to fold")
+        with torch.no_grad():
+            invstd = torch.rsqrt(bn.running_var.double() + bn.eps)
+            weight = bn.weight.double() if bn.weight is not None else torch.ones_like(invstd)
+            bias = bn.bias.double() if bn.bias is not None else torch.zeros_like(invstd)
+            scale = weight * invstd
+            shift = bias - bn.running_mean.double() * scale
+            dtype = torch.float64 if bn.running_mean.dtype == torch.float64 else torch.float32
+        return cls(scale.to(dtype), shift.to(dtype), activation, min_val, max_val)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return scale_shift_activation(x, self.scale, self.shift, self.activation, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        bounds = f", min_val={self.min_val}, max_val={self.max_val}" if self.activation == "hardtanh" else ""
+        return f"{self.scale.numel()}, activation={self.activation}{bounds}"
+
+
+class HardSigmoidSqueezeExcitation(nn.Module):
+    """Squeeze-excitation gated by a hard sigmoid, its gating in one pass:
+    hardsigmoid_gate(x, expand(activation(reduce(pool(x))))), where eager PyTorch runs the hard
+    sigmoid on the gate and then multiplies x by it. Made by fuse_squeeze_excitation from
+    torchvision's SqueezeExcitation (pool: its AdaptiveAvgPool2d) or timm's SqueezeExcite (pool:
+    None, x.mean((2, 3), keepdim=True) as timm computes it); reduce, activation and expand are the
+    original module's. float32: bit for bit the original module; float16/bfloat16 round once where
+    eager rounds the gate first. Differentiable (training works)."""
+
+    def __init__(self, pool: nn.Module | None, reduce: nn.Module, activation: nn.Module, expand: nn.Module):
+        super().__init__()
+        self.pool, self.reduce, self.activation, self.expand = pool, reduce, activation, expand
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        squeezed = x.mean((2, 3), keepdim=True) if self.pool is None else self.pool(x)
+        return hardsigmoid_gate(x, self.expand(self.activation(self.reduce(squeezed))))

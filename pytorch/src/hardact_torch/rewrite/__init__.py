@@ -1,0 +1,31 @@
+"""hardact's model rewrites, in place: replace_activations, fuse_batchnorm_activation,
+fuse_squeeze_excitation, fuse_blocks (whole blocks as FusedInvertedResidual), and
+optimize_for_inference, which runs them all.
+
+Imports run one way: matching (the matchers' shared vocabulary) <- activations, batchnorm, squeeze,
+fused_block <- timm_blocks, torchvision_blocks <- blocks <- this module.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from .activations import replace_activations
+from .batchnorm import fuse_batchnorm_activation
+from .blocks import fuse_blocks
+from .fused_block import FusedInvertedResidual
+from .squeeze import fuse_squeeze_excitation
+
+__all__ = ["replace_activations", "fuse_batchnorm_activation", "fuse_squeeze_excitation", "FusedInvertedResidual",
+           "fuse_blocks", "optimize_for_inference"]
+
+
+def optimize_for_inference(model: nn.Module) -> dict[str, int]:
+    """All of hardact's inference rewrites, in place, on an eval-mode model (else RuntimeError), in
+    this order: fuse_blocks, fuse_batchnorm_activation and fuse_squeeze_excitation for what the blocks
+    left (stem, head, other blocks), replace_activations for the activation modules left. Returns how
+    many each replaced: {"blocks", "batchnorms", "squeeze_excitations", "activations"}."""
+    if model.training:
+        raise RuntimeError("hardact.optimize_for_inference: the model is in training mode; call model.eval() first")
+    return {"blocks": fuse_blocks(model), "batchnorms": fuse_batchnorm_activation(model),
+            "squeeze_excitations": fuse_squeeze_excitation(model), "activations": replace_activations(model)}

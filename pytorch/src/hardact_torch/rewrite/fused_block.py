@@ -1,0 +1,181 @@
+"""FusedInvertedResidual: an inference inverted-residual or depthwise-separable block with every pass
+between its convolutions fused, and its construction from a block's stages (the block matchers'
+common end)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.compiler import is_compiling as _is_compiling
+
+from .. import _C
+from ..functional import (hardsigmoid_gate, residual_activation, scale_shift_activation_mean,
+                          scale_shift_residual_activation)
+from ..modules import BatchNormActivation
+from .matching import _depthwise_filter, _folded_norm
+
+__all__ = ["FusedInvertedResidual"]
+
+# An inverted-residual block rewritten module by module (fuse_batchnorm_activation,
+# fuse_squeeze_excitation) still makes two passes of its own: the squeeze's mean (a pooling kernel
+# reading the depthwise output again) and the residual add. Seen whole, the mean is written by the
+# pass that produces its input and the residual add joins the projection's BatchNorm pass; and the
+# depthwise convolution, whose output cuDNN writes for that pass to read back, takes the BatchNorm,
+# the activation and the mean as its epilogue.
+
+
+_DEPTHWISE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+class FusedInvertedResidual(nn.Module):
+    """An inference inverted-residual or depthwise-separable block (MobileNetV3, LCNet) in which every
+    pass between the convolutions is fused:
+
+        y = norm1(conv1(x))                              the expansion (a depthwise-separable block has none)
+        y, m = norm2(conv2(y)), mean of y per (n, c)     one kernel (depthwise_stage), or conv2 then
+                                                         scale_shift_activation_mean: the squeeze, same pass
+        y = hardsigmoid_gate(y, expand(act(reduce(m))))  the excitation as matrix products on m, (N, C)
+        out = norm3(conv3(y)) + x                        scale_shift_residual_activation, where there is a skip
+
+    norm1..3 are the block's BatchNorms folded with their activations (BatchNormActivation: buffers,
+    no statistics); a block without squeeze-excitation runs norm2 alone, one whose last BatchNorm has
+    an activation adds x after it (residual_activation). The convolutions are the block's own modules
+    (shared). The depthwise stage runs as one hardact kernel (the convolution with the BatchNorm, the
+    activation and the mean's sums as its epilogue) for channels-last CUDA float32/float16/bfloat16
+    input when no gradient is wanted and not under torch.compile, where conv2 is a depthwise
+    nn.Conv2d it covers (3x3 or 5x5, stride 1 or 2, no bias, a multiple of 4 channels up to 1024);
+    else conv2 runs, then the pass. The squeeze-excitation's 1x1 convolutions are used as the matrices they are,
+    reduce(m) = m @ W.view(Cr, C).T + b, one cuBLASLt kernel with the bias (and an nn.ReLU) in its
+    epilogue (torch._addmm_activation, F.linear; in float32 hardact's own call, whose products are
+    TF32 exactly when the convolutions would have been: torch.backends.cudnn.allow_tf32, on by
+    default, where F.linear would follow the matmul setting, off by default). Where a gradient is
+    wanted, or under torch.compile, float32 runs the convolutions themselves.
+
+    Against the original block the results differ by rounding only: the BatchNorms are folded as
+    BatchNormActivation's are, the matrix products on (N, C) sum in another order than cuDNN's 1x1
+    convolutions on (N, C, 1, 1), the one-kernel depthwise stage sums in float32 in its own order and,
+    in float16/bfloat16, does not round the convolution's output before its BatchNorm. Made by
+    fuse_blocks, for inference; differentiable, with the BatchNorms frozen."""
+
+    def __init__(self, expansion: tuple[nn.Module, BatchNormActivation] | None,
+                 depthwise: tuple[nn.Module, BatchNormActivation],
+                 squeeze: tuple[nn.Module, nn.Module, nn.Module] | None,
+                 projection: tuple[nn.Module, BatchNormActivation], skip: bool):
+        super().__init__()
+        self.conv1, self.norm1 = expansion if expansion is not None else (None, None)
+        self.conv2, self.norm2 = depthwise
+        self.se_reduce, self.se_activation, self.se_expand = squeeze if squeeze is not None else (None, None, None)
+        self.conv3, self.norm3 = projection
+        self.skip = bool(skip)
+        # Decided once: replace_activations may later swap the activation module, never for a ReLU.
+        self.se_relu = squeeze is not None and type(squeeze[1]) is nn.ReLU
+        self.depthwise_filter = _depthwise_filter(self.conv2)
+        self._depthwise_key, self._depthwise_parameters = None, None
+
+    def excitation(self, mean: torch.Tensor) -> torch.Tensor:
+        """expand(activation(reduce(mean))) on the (N, C) mean: the gate before its hard sigmoid."""
+        reduce, expand = self.se_reduce, self.se_expand
+        # Views taken per call: .to() replaces a parameter's data, so a view kept from __init__ would go stale.
+        weight = reduce.weight.flatten(1)
+        # The one-kernel products below have no autograd formula: where a gradient is wanted, the
+        # differentiable forms.
+        grad = torch.is_grad_enabled()
+        reduce_grad = grad and (mean.requires_grad or weight.requires_grad
+                                or (reduce.bias is not None and reduce.bias.requires_grad))
+        if mean.dtype == torch.float32:
+            expand_grad = grad and (expand.weight.requires_grad
+                                    or (expand.bias is not None and expand.bias.requires_grad))
+            if reduce_grad or expand_grad or _is_compiling() or type(mean) is not torch.Tensor or not mean.is_cuda:
+                squeezed = mean.reshape(mean.shape[0], mean.shape[1], 1, 1)
+                return expand(self.se_activation(reduce(squeezed))).flatten(1)
+            # PyTorch's float32 matrix products follow torch.backends.cuda.matmul.allow_tf32 (off by
+            # default); the 1x1 convolutions these replace ran under cuDNN's TF32 setting, which the
+            # products keep (TUNING.md#package-fused-ops).
+            tf32 = torch.backends.cudnn.allow_tf32
+            hidden = _C._linear_activation(mean, weight, reduce.bias, self.se_relu, tf32)
+            if not self.se_relu:
+                hidden = self.se_activation(hidden)
+            return _C._linear_activation(hidden, expand.weight.flatten(1), expand.bias, False, tf32)
+        if self.se_relu and reduce.bias is not None and not reduce_grad:
+            hidden = torch._addmm_activation(reduce.bias, mean, weight.t())
+        else:
+            hidden = self.se_activation(F.linear(mean, weight, reduce.bias))
+        return F.linear(hidden, expand.weight.flatten(1), expand.bias)
+
+    def depthwise_parameters(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The depthwise stage's filters as float32 (K * K, C) and norm2's scale and shift as float32,
+        the layout and type the one-kernel stage reads; made again only when one of them changed (moved,
+        cast, or modified in place)."""
+        weight, scale, shift = self.conv2.weight, self.norm2.scale, self.norm2.shift
+        key = (weight.data_ptr(), weight._version, scale.data_ptr(), scale._version, shift.data_ptr(), shift._version)
+        if key != self._depthwise_key:
+            with torch.no_grad():
+                taps = weight.detach().reshape(weight.shape[0], -1).t().float().contiguous()
+                self._depthwise_parameters = (taps, scale.detach().float().contiguous(),
+                                              shift.detach().float().contiguous())
+            self._depthwise_key = key
+        return self._depthwise_parameters
+
+    def depthwise_stage(self, y: torch.Tensor, with_mean: bool) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+        """(norm2(conv2(y)), its mean per (n, c) where with_mean) in one kernel, or None where that kernel
+        does not apply: a gradient wanted, torch.compile, autocast (the convolution would run in its
+        dtype), a tensor subclass, not a channels-last CUDA float32/float16/bfloat16 tensor of the
+        filter's dtype (the convolution would raise), or a convolution it does not cover
+        (_depthwise_filter)."""
+        spec = self.depthwise_filter
+        if (spec is None or _is_compiling() or type(y) is not torch.Tensor or not y.is_cuda
+                or y.dtype not in _DEPTHWISE_DTYPES or y.dtype != self.conv2.weight.dtype or y.dim() != 4
+                or torch.is_autocast_enabled("cuda")
+                or not y.is_contiguous(memory_format=torch.channels_last) or y.data_ptr() % (4 * y.element_size())):
+            return None
+        if torch.is_grad_enabled() and (y.requires_grad or self.conv2.weight.requires_grad):
+            return None
+        norm = self.norm2
+        taps, scale, shift = self.depthwise_parameters()
+        return _C._depthwise_conv_scale_shift_activation(y, taps, scale, shift, *spec, norm.activation, norm.min_val,
+                                                         norm.max_val, with_mean)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x if self.conv1 is None else self.norm1(self.conv1(x))
+        norm = self.norm2
+        fused = self.depthwise_stage(y, self.se_reduce is not None)
+        if fused is not None:
+            y, mean = fused
+            if mean is not None:
+                y = hardsigmoid_gate(y, self.excitation(mean))
+        elif self.se_reduce is None:
+            y = norm(self.conv2(y))
+        else:
+            y, mean = scale_shift_activation_mean(self.conv2(y), norm.scale, norm.shift, norm.activation, norm.min_val,
+                                                  norm.max_val)
+            y = hardsigmoid_gate(y, self.excitation(mean))
+        norm = self.norm3
+        y = self.conv3(y)
+        if not self.skip:
+            return norm(y)
+        if norm.activation == "identity":
+            return scale_shift_residual_activation(y, norm.scale, norm.shift, x)
+        return residual_activation(norm(y), x)  # the block adds x after the activation
+
+    def extra_repr(self) -> str:
+        squeeze = "none" if self.se_reduce is None else ("matrix products, ReLU epilogue" if self.se_relu else
+                                                         "matrix products")
+        return f"squeeze_excitation={squeeze}, skip={self.skip}"
+
+
+def _fused_block(stages: list, squeeze, skip: bool) -> FusedInvertedResidual | None:
+    """The FusedInvertedResidual of [expansion or None, depthwise, projection] stages, each
+    (convolution, norm) or (convolution, BatchNorm2d, activation or None); None when a convolution is
+    not one or a norm cannot be folded."""
+    folded = []
+    for stage in stages:
+        if stage is None:
+            folded.append(None)
+            continue
+        conv, norm, *activation = stage
+        norm = _folded_norm(norm, *activation)
+        if norm is None or not isinstance(conv, nn.Conv2d):
+            return None
+        folded.append((conv, norm))
+    return FusedInvertedResidual(folded[0], folded[1], squeeze, folded[2], skip)
