@@ -1,13 +1,17 @@
-// The probe of TUNING.md#broadcast-access (attempts 39 and 47): hardact fused calls against cudaMemcpyAsync of the same
-// bytes, interleaved rep by rep; bfloat16 x with float vectors (`bf16f`) is PyTorch's form, and
-// the *_pt rows PyTorch bench_fused.py's NCHW shape (256, 1536, 64, 64). Built by hand against a tree, e.g.
-//   nvcc -std=c++17 -O3 -Iinclude -gencode=arch=compute_90,code=sm_90 -DVARIANT='"name"' docs/tuning/broadcast-probe.cu
+// The probe of the broadcast decisions (docs/TUNING.md#broadcast-access, #broadcast-units-per-thread,
+// #broadcast-values-before-the-wait, #two-rows-per-tile, #direct-block-shape-with-broadcasts): hardact fused calls
+// against cudaMemcpyAsync of the same bytes, interleaved rep by rep; bfloat16 x with float vectors (`bf16f`) is
+// PyTorch's form, and the *_pt rows PyTorch bench_fused.py's NCHW shape (256, 1536, 64, 64). Not part of any CMake
+// target (bench/CMakeLists.txt globs bench/*.cu only); built by hand against a tree, e.g.
+//   nvcc -std=c++17 -O3 -Iinclude -DHARDACT_TESTING_OVERRIDES -gencode=arch=compute_90,code=sm_90 -DVARIANT='"name"' \
+//        bench/tune/broadcast_probe.cu
 // and run as `[PROBE_UNITS=1|2] [PROBE_BLOCKS=b PROBE_STAGES=s] [PROBE_PATH=direct|staged] [PROBE_ROWS=bn_nhwc,...]
-//   [PROBE_TWO_ROWS=1|-1 (StagedLoop::two_rows wherever a call can take it, or never; row 53)]
-//   ./a.out [reps] [bf16|float|bf16f|both|all]`. (Since TUNING.md#broadcast-units-per-thread (attempt 48) a half/bfloat16 broadcast call has 4-unit
-// kernels only, so PROBE_UNITS=1|2 leaves it at 4; build with -DHARDACT_STAGED_BROADCAST_UNITS=2 for 2.)
+//   [PROBE_TWO_ROWS=1|-1 (StagedLoop::two_rows wherever a call can take it, or never)]
+//   ./a.out [reps] [bf16|float|bf16f|both|all]`. A half/bfloat16 broadcast call has 4-unit kernels only
+// (TUNING.md#broadcast-units-per-thread), so PROBE_UNITS=1|2 leaves it at 4; build with
+// -DHARDACT_STAGED_BROADCAST_UNITS=2 for 2.
 // With PROBE_VERIFY=1 each row runs once, on varied data, and its output is compared byte for byte with the
-// direct path's instead of timed (with PROBE_PATH=staged and a small PROBE_BATCH such as 32: row 49).
+// direct path's instead of timed (with PROBE_PATH=staged and a small PROBE_BATCH such as 32).
 #include <hardact/hardact.cuh>
 #include <cuda_bf16.h>
 #include <algorithm>
