@@ -9,7 +9,7 @@
 ///   checked.cuh                    the same launchers, refusing pointers the device cannot reach
 ///   dispatch/dispatch_transform    the entry point: argument checks, vector width, alignment, grid
 ///   dispatch/dispatch_summed       the same for an OutputWithSums: layout of the sums, partial sums
-///   dispatch/operands              which operand is which, pointer checks, broadcasts prepared
+///   dispatch/prepare_operands      which operand is which, pointer checks, broadcasts prepared
 ///   dispatch/launch_shape          which kernel, and the staged shape (Little's law per device)
 ///   dispatch/device_properties     per-device properties, cached
 ///   dispatch/dependent_launch      a launch that may start while the one before it runs (sm_90+)

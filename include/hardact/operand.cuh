@@ -3,7 +3,7 @@
 ///        values[(i / inner) % period] (a bias, a per-channel scale or shift, a per-(n, c) gate of
 ///        an NCHW tensor) or, for a SampleBroadcast, values[(i / inner) % period + period * (i /
 ///        span)] (a per-(n, c) gate of a channels-last tensor). Public types only: how the launchers
-///        check and prepare them is dispatch/operands.cuh, how the kernels read them
+///        check and prepare them is dispatch/prepare_operands.cuh, how the kernels read them
 ///        kernel/device_broadcast.cuh.
 ///
 ///        And one output operand, OutputWithSums: the output of a transform call together with the

@@ -8,7 +8,7 @@
 #include <hardact/dispatch/dependent_launch.cuh>
 #include <hardact/dispatch/device_properties.cuh>
 #include <hardact/dispatch/dispatch_transform.cuh>
-#include <hardact/dispatch/operands.cuh>
+#include <hardact/dispatch/prepare_operands.cuh>
 #include <hardact/kernel/summed_transform_kernel.cuh>
 #include <hardact/kernel/tuning.cuh>
 #include <hardact/operand.cuh>

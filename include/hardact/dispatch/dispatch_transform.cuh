@@ -11,7 +11,7 @@
 
 #include <hardact/dispatch/device_properties.cuh>
 #include <hardact/dispatch/launch_shape.cuh>
-#include <hardact/dispatch/operands.cuh>
+#include <hardact/dispatch/prepare_operands.cuh>
 #include <hardact/dispatch/test_overrides.cuh>
 #include <hardact/kernel/device_broadcast.cuh>
 #include <hardact/kernel/direct_transform_kernel.cuh>

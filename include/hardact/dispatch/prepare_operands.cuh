@@ -1,4 +1,4 @@
-/// @file operands.cuh
+/// @file prepare_operands.cuh
 /// @brief What the launchers do with their operands before a kernel sees them: which are
 ///        full-length pointers and which broadcasts (and the policy wrapper that puts their values
 ///        back in the user's order), the pointer checks of the launch contract, and each broadcast
