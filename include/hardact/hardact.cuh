@@ -4,7 +4,7 @@
 /// Layers, from the outside in; each includes only the layers below it:
 ///   transform.cuh                  launchers (cudaError_t, stream last)
 ///   operand.cuh                    broadcast operands (bias, per-channel scale/shift, gates) and the
-///                                  output with sums (OutputWithSums): types only
+///                                  output with sums (OutputWithSums): the types/ headers
 ///   reduce.cuh                     channel_sum: per-channel sums (bias gradients), on CUB
 ///   checked.cuh                    the same launchers, refusing pointers the device cannot reach
 ///   dispatch/dispatch_transform    the entry point: argument checks, vector width, alignment, grid
@@ -23,6 +23,10 @@
 ///   kernel/dependent_launch        the device side of a dependent launch
 ///   policy/*                       activation functors
 ///   numeric/*                      compute types, conversions, comparisons, fast division
+///   types/broadcast                the public Broadcast and SampleBroadcast, per_channel and
+///                                  per_sample_channel, for dispatch to read (no hardact includes)
+///   types/output_with_sums         the public OutputWithSums, with_channel_sums and
+///                                  with_sample_channel_sums, likewise
 #pragma once
 
 #include <hardact/version.cuh>

@@ -1,8 +1,8 @@
 /// @file dispatch_summed.cuh
 /// @brief The summing path's dispatch: a transform call whose output is an OutputWithSums
-///        (operand.cuh) is checked, laid out from its shape alone (summed_layout: which form, how
-///        many partial sums), given the widest vector its pointers allow, and launched on
-///        kernel/summed_transform_kernel.cuh. Nothing here synchronises or allocates.
+///        (types/output_with_sums.cuh) is checked, laid out from its shape alone (summed_layout:
+///        which form, how many partial sums), given the widest vector its pointers allow, and
+///        launched on kernel/summed_transform_kernel.cuh. Nothing here synchronises or allocates.
 #pragma once
 
 #include <hardact/dispatch/dependent_launch.cuh>
@@ -11,8 +11,8 @@
 #include <hardact/dispatch/prepare_operands.cuh>
 #include <hardact/kernel/summed_transform_kernel.cuh>
 #include <hardact/kernel/tuning.cuh>
-#include <hardact/operand.cuh>
 #include <hardact/policy/validity.cuh>
+#include <hardact/types/output_with_sums.cuh>
 
 #include <cuda/std/tuple>
 #include <cuda/std/type_traits>

@@ -7,8 +7,9 @@
 
 #include <hardact/kernel/device_broadcast.cuh>
 #include <hardact/numeric/fast_divmod.cuh>
-#include <hardact/operand.cuh>
 #include <hardact/policy/validity.cuh>
+#include <hardact/types/broadcast.cuh>
+#include <hardact/types/output_with_sums.cuh>
 
 #include <cuda/std/tuple>
 #include <cuda/std/type_traits>
