@@ -7,8 +7,9 @@
 ///                                  output with sums (OutputWithSums): the types/ headers
 ///   reduce.cuh                     channel_sum: per-channel sums (bias gradients), on CUB
 ///   checked.cuh                    the same launchers, refusing pointers the device cannot reach
-///   dispatch/dispatch_transform    the entry point: argument checks, vector width, alignment, grid
-///   dispatch/dispatch_summed       the same for an OutputWithSums: layout of the sums, partial sums
+///   dispatch/dispatch_operands     the entry point: broadcasts prepared, then one of the two paths
+///   dispatch/dispatch_summed       the path of an OutputWithSums: layout of the sums, partial sums
+///   dispatch/dispatch_transform    the path of an output pointer: checks, vector width, alignment, grid
 ///   dispatch/prepare_operands      which operand is which, pointer checks, broadcasts prepared
 ///   dispatch/launch_shape          which kernel, and the staged shape (Little's law per device)
 ///   dispatch/device_properties     per-device properties, cached
