@@ -11,6 +11,7 @@
 #include "support/device_main.hpp"  // main()
 #include "support/device_family.hpp"
 #include "support/reference_family.hpp"
+#include "support/scoped_tuning.hpp"
 #include "support/values.hpp"
 
 #include <hardact/hardact.cuh>
@@ -304,6 +305,22 @@ TEST(DeviceSummedOutput, HalfAndDouble) {
   check_sums<__half, float>();  // a sum of a large span can pass half's largest value
   check_sums<double, double>();
   check_exact_integer_sums<double, double>();
+}
+
+// Each of the summing path's adopted forms switched off in turn (dispatch/test_overrides.cuh), as
+// the measurements that adopted them ran the calls: chunks refit to one wave (the 64 x 14 x 14 x
+// 672 case), the partial sums' dependent launch (every case of several parts), the tiles form (the
+// NCHW runs of 5 to 49 elements, not whole vectors). The same checks hold without each.
+TEST(DeviceSummedOutput, EachAdoptedFormSwitchedOff) {
+  HARDACT_REQUIRE_DEVICE();
+  using hardact::detail::TransformTuning;
+  for (ScopedSummedFormOff::Form form : {&TransformTuning::summed_one_wave, &TransformTuning::summed_dependent_launch,
+                                         &TransformTuning::summed_tiles}) {
+    const ScopedSummedFormOff off(form);
+    check_sums<float, float>();
+    check_exact_integer_sums<float, float>();
+    check_sums<__nv_bfloat16, float>();
+  }
 }
 
 // On a non-blocking stream: everything enqueued there.

@@ -4,12 +4,13 @@
 /// Layers, from the outside in; each includes only the layers below it:
 ///   transform.cuh                  launchers (cudaError_t, stream last)
 ///   operand.cuh                    broadcast operands (bias, per-channel scale/shift, gates) and the
-///                                  output with sums (OutputWithSums): types only
+///                                  output with sums (OutputWithSums): the types/ headers
 ///   reduce.cuh                     channel_sum: per-channel sums (bias gradients), on CUB
 ///   checked.cuh                    the same launchers, refusing pointers the device cannot reach
-///   dispatch/dispatch_transform    the entry point: argument checks, vector width, alignment, grid
-///   dispatch/dispatch_summed       the same for an OutputWithSums: layout of the sums, partial sums
-///   dispatch/operands              which operand is which, pointer checks, broadcasts prepared
+///   dispatch/dispatch_operands     the entry point: broadcasts prepared, then one of the two paths
+///   dispatch/dispatch_summed       the path of an OutputWithSums: layout of the sums, partial sums
+///   dispatch/dispatch_transform    the path of an output pointer: checks, vector width, alignment, grid
+///   dispatch/prepare_operands      which operand is which, pointer checks, broadcasts prepared
 ///   dispatch/launch_shape          which kernel, and the staged shape (Little's law per device)
 ///   dispatch/device_properties     per-device properties, cached
 ///   dispatch/dependent_launch      a launch that may start while the one before it runs (sm_90+)
@@ -23,6 +24,10 @@
 ///   kernel/dependent_launch        the device side of a dependent launch
 ///   policy/*                       activation functors
 ///   numeric/*                      compute types, conversions, comparisons, fast division
+///   types/broadcast                the public Broadcast and SampleBroadcast, per_channel and
+///                                  per_sample_channel, for dispatch to read (no hardact includes)
+///   types/output_with_sums         the public OutputWithSums, with_channel_sums and
+///                                  with_sample_channel_sums, likewise
 #pragma once
 
 #include <hardact/version.cuh>

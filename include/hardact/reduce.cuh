@@ -3,8 +3,8 @@
 ///        bias + activation (and the scale and shift gradients of a folded BatchNorm), on CUB.
 #pragma once
 
-#include <hardact/dispatch/dispatch_transform.cuh>
-#include <hardact/dispatch/operands.cuh>
+#include <hardact/dispatch/dispatch_operands.cuh>
+#include <hardact/dispatch/prepare_operands.cuh>
 #include <hardact/kernel/summed_transform_kernel.cuh>
 #include <hardact/kernel/tuning.cuh>
 #include <hardact/numeric/conversions.cuh>

@@ -2,8 +2,9 @@
 /// @brief Public launchers: hardact::transform and the hardsigmoid / hardtanh shorthands.
 #pragma once
 
+#include <hardact/dispatch/dispatch_operands.cuh>
 #include <hardact/dispatch/dispatch_summed.cuh>
-#include <hardact/dispatch/dispatch_transform.cuh>
+#include <hardact/dispatch/prepare_operands.cuh>
 #include <hardact/operand.cuh>
 #include <hardact/policies.cuh>
 

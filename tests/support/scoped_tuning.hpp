@@ -7,6 +7,8 @@
 
 #include <hardact/hardact.cuh>
 
+#include <atomic>
+
 namespace hardact_test {
 
 /// Sets TransformTuning::staged_two_rows for the lifetime of the object: 1 takes
@@ -20,6 +22,22 @@ class ScopedTwoRows {
 
  private:
   int previous_;
+};
+
+/// Turns one of the summing path's adopted forms off for the lifetime of the object: `form` is
+/// &TransformTuning::summed_one_wave, ::summed_dependent_launch or ::summed_tiles.
+class ScopedSummedFormOff {
+ public:
+  using Form = std::atomic<bool> hardact::detail::TransformTuning::*;
+  explicit ScopedSummedFormOff(Form form)
+      : form_(form), previous_((hardact::detail::transform_tuning().*form).exchange(false)) {}
+  ~ScopedSummedFormOff() { (hardact::detail::transform_tuning().*form_).store(previous_); }
+  ScopedSummedFormOff(const ScopedSummedFormOff&) = delete;
+  ScopedSummedFormOff& operator=(const ScopedSummedFormOff&) = delete;
+
+ private:
+  Form form_;
+  bool previous_;
 };
 
 }  // namespace hardact_test

@@ -1,18 +1,19 @@
 /// @file dispatch_summed.cuh
 /// @brief The summing path's dispatch: a transform call whose output is an OutputWithSums
-///        (operand.cuh) is checked, laid out from its shape alone (summed_layout: which form, how
-///        many partial sums), given the widest vector its pointers allow, and launched on
-///        kernel/summed_transform_kernel.cuh. Nothing here synchronises or allocates.
+///        (types/output_with_sums.cuh) is checked, laid out from its shape alone (summed_layout:
+///        which form, how many partial sums), given the widest vector its pointers allow, and
+///        launched on kernel/summed_transform_kernel.cuh. Nothing here synchronises or allocates.
 #pragma once
 
 #include <hardact/dispatch/dependent_launch.cuh>
 #include <hardact/dispatch/device_properties.cuh>
 #include <hardact/dispatch/dispatch_transform.cuh>
-#include <hardact/dispatch/operands.cuh>
+#include <hardact/dispatch/prepare_operands.cuh>
+#include <hardact/dispatch/test_overrides.cuh>
 #include <hardact/kernel/summed_transform_kernel.cuh>
 #include <hardact/kernel/tuning.cuh>
-#include <hardact/operand.cuh>
 #include <hardact/policy/validity.cuh>
+#include <hardact/types/output_with_sums.cuh>
 
 #include <cuda/std/tuple>
 #include <cuda/std/type_traits>
@@ -271,12 +272,12 @@ cudaError_t launch_summed_runs(const Op& op, const SummedLayout& layout, const D
 
 /// Runs per tile of the tiles form at `Width`: as many as fill kSummedVectorsInFlight vectors a
 /// thread, a multiple that makes the tile whole vectors; 0 where the form does not take the call
-/// (kSummedTiles: runs of at least one vector and fewer than kSummedTilesMostRunVectors, not whole
-/// vectors).
+/// (runs of at least one vector and fewer than kSummedTilesMostRunVectors, not whole vectors;
+/// summed_tiles_enabled).
 template <int Width>
 std::size_t runs_per_tile(const SummedLayout& layout) {
   const std::size_t width = static_cast<std::size_t>(Width);
-  if (!kSummedTiles || Width == 1 || layout.inner < width || layout.inner % width == 0 ||
+  if (!summed_tiles_enabled() || Width == 1 || layout.inner < width || layout.inner % width == 0 ||
       layout.inner >= kSummedTilesMostRunVectors * width) {
     return 0;
   }
@@ -315,7 +316,7 @@ cudaError_t launch_summed_tiles_or_runs(const Op& op, const SummedLayout& layout
 }
 
 /// Launches the summing kernels (rows, tiles or runs), then adds the partial sums where there are several,
-/// from compute capability 9.0 as a programmatic dependent launch (kSummedDependentLaunch).
+/// from compute capability 9.0 as a programmatic dependent launch (summed_dependent_launch_enabled).
 template <int Width, class Op, class Broadcasts, class Acc, class TSum, class TOut, class... TIn>
 cudaError_t launch_summed(const Op& op, const SummedLayout& layout, const DeviceProperties& device, cudaStream_t stream,
                           const Broadcasts& broadcasts, const SumSink<Acc, TSum>& sink, TOut* out, const TIn*... in) {
@@ -328,7 +329,7 @@ cudaError_t launch_summed(const Op& op, const SummedLayout& layout, const Device
   cudaLaunchConfig_t config = summed_launch_config((layout.entries + sums_per_block - 1) / sums_per_block,
                                                    kSummedPartialsBlockThreads, device, stream);
   cudaLaunchAttribute dependent{};
-  if (kSummedDependentLaunch) make_dependent_launch(config, dependent, device.compute_capability_major);
+  if (summed_dependent_launch_enabled()) make_dependent_launch(config, dependent, device.compute_capability_major);
   return cudaLaunchKernelEx(&config, sum_partials_kernel<Acc, TSum>, static_cast<const Acc*>(sink.partials),
                             layout.parts, layout.entries, sink.scale, sink.sums);
 }
@@ -365,7 +366,7 @@ cudaError_t dispatch_summed(const Op& op, std::size_t n, cudaStream_t stream, co
   DeviceProperties device;
   const cudaError_t status = current_device_properties(device);
   if (status != cudaSuccess) return status;
-  if (kSummedOneWave) {
+  if (summed_one_wave_enabled()) {
     fit_chunks_to_one_wave(layout, static_cast<std::size_t>(device.multiprocessor_count) *
                                         static_cast<std::size_t>(kSummedMinBlocks));
   }

@@ -1,17 +1,18 @@
 /// @file dispatch_transform.cuh
-/// @brief Validates a transform call, picks the path (launch_shape.cuh), the vector width and
-///        alignment, sizes the grid and launches direct_transform_kernel or
-///        staged_transform_kernel. Nothing here synchronises or allocates.
+/// @brief Validates a transform call with an output pointer, picks the path (launch_shape.cuh),
+///        the vector width and alignment, sizes the grid and launches direct_transform_kernel or
+///        staged_transform_kernel. Nothing here synchronises or allocates. The launchers reach it
+///        through dispatch_operands.cuh, which also routes a call with an OutputWithSums to
+///        dispatch_summed.cuh; the checks every path shares are here.
 ///
-/// Read top-down: the entry point (dispatch_operands) and the broadcast operands' checks
-/// (dispatch_split), the launch contract and path choice (dispatch_transform), then the direct
+/// Read top-down: the launch contract and path choice (dispatch_transform), then the direct
 /// path's launch (head alignment, vector width, grid) and the staged path's (range, two-rows form,
 /// grid). The constants are in kernel/tuning.cuh.
 #pragma once
 
 #include <hardact/dispatch/device_properties.cuh>
 #include <hardact/dispatch/launch_shape.cuh>
-#include <hardact/dispatch/operands.cuh>
+#include <hardact/dispatch/prepare_operands.cuh>
 #include <hardact/dispatch/test_overrides.cuh>
 #include <hardact/kernel/device_broadcast.cuh>
 #include <hardact/kernel/direct_transform_kernel.cuh>
@@ -72,18 +73,8 @@ inline constexpr int kVectorsPerThread =
         ? 1
         : static_cast<int>(kBytesPerThread<Broadcasts, T...> / (Width * kMaxElementSize<T...>));
 
-// ---- Declarations of what the entry point calls, defined below in reading order ----
+// ---- Declarations of what dispatch_transform calls, defined below in reading order ----
 
-template <int RequestedWidth, class Op, class Broadcasts, class TOut, class... TIn>
-cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts,
-                               TOut* out, const TIn*... in);
-template <int RequestedWidth, class Op, class Out, class... Operand, std::size_t... F, std::size_t... B>
-cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, const Out& out,
-                           const cuda::std::tuple<Operand...>& operands, cuda::std::index_sequence<F...>,
-                           cuda::std::index_sequence<B...>);
-template <int RequestedWidth, class Op, class Broadcasts, class TOut, class TSum, class... TIn>
-cudaError_t dispatch_summed(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts,
-                            const OutputWithSums<TOut, TSum>& output, const TIn*... in);  // dispatch_summed.cuh
 template <int Width, class... T>
 int widest_aligned_width(const T*... pointers);
 template <int Width, class Op, class Broadcasts, class TOut, class... TIn>
@@ -92,72 +83,6 @@ cudaError_t launch_widest_aligned(const Op& op, std::size_t n, const DevicePrope
 template <int Units, int LeastUnits, StagedCaching Caching, class Op, class Broadcasts, class TOut, class... TIn>
 cudaError_t launch_staged_units(const Op& op, std::size_t n, const StagedShape& shape, const DeviceProperties& device,
                                 cudaStream_t stream, const Broadcasts& broadcasts, TOut* out, const TIn*... in);
-
-// ---- The entry point ----
-
-/// The path of a call whose broadcast operands are prepared: the summing path (dispatch_summed.cuh)
-/// for an OutputWithSums, dispatch_transform for an output pointer.
-template <int RequestedWidth, class Op, class Broadcasts, class TOut, class... TIn>
-cudaError_t dispatch_prepared(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts, TOut* out,
-                              const TIn*... in) {
-  return dispatch_transform<RequestedWidth>(op, n, stream, broadcasts, out, in...);
-}
-template <int RequestedWidth, class Op, class Broadcasts, class TOut, class TSum, class... TIn>
-cudaError_t dispatch_prepared(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts,
-                              const OutputWithSums<TOut, TSum>& output, const TIn*... in) {
-  return dispatch_summed<RequestedWidth>(op, n, stream, broadcasts, output, in...);
-}
-
-/// The launchers' entry: operands are pointers to full-length inputs (at least one) and
-/// Broadcasts, in the order the policy takes their values; the output a pointer or an
-/// OutputWithSums. Without broadcasts and sums this is dispatch_transform itself, so those calls
-/// run exactly the kernels they always did.
-template <int RequestedWidth, class Op, class Out, class... Operand>
-cudaError_t dispatch_operands(const Op& op, std::size_t n, cudaStream_t stream, const Out& out,
-                              const Operand&... operands) {
-  static_assert((is_operand_v<Operand> && ...), "hardact: an input is a device pointer or a hardact::Broadcast");
-  static_assert(is_output_v<Out>, "hardact: the output is a device pointer or a hardact::OutputWithSums");
-  using Split = OperandSplit<Operand...>;
-  static_assert(Split::kFull >= 1, "hardact: transform needs at least one full-length input");
-  if constexpr (Split::kBroadcasts == 0) {
-    return dispatch_prepared<RequestedWidth>(op, n, stream, NoBroadcasts{}, out, full_operand(operands)...);
-  } else {
-    return dispatch_split<RequestedWidth>(op, n, stream, out, cuda::std::tuple<Operand...>{operands...},
-                                          cuda::std::make_index_sequence<Split::kFull>{},
-                                          cuda::std::make_index_sequence<Split::kBroadcasts>{});
-  }
-}
-
-/// dispatch_operands with broadcast operands: checks them (a malformed one whatever n, then their
-/// pointers for n >= 1), prepares them for the kernels and passes the full-length inputs on, the
-/// policy wrapped so that it still gets its values in the user's order.
-template <int RequestedWidth, class Op, class Out, class... Operand, std::size_t... F, std::size_t... B>
-cudaError_t dispatch_split(const Op& op, std::size_t n, cudaStream_t stream, const Out& out,
-                           const cuda::std::tuple<Operand...>& operands, cuda::std::index_sequence<F...>,
-                           cuda::std::index_sequence<B...>) {
-  using Split = OperandSplit<Operand...>;
-  const auto broadcast_at = [&](auto k) -> const auto& {
-    return cuda::std::get<Split::position(decltype(k)::value, true)>(operands);
-  };
-  // A malformed policy or operand is refused whatever n; then n == 0 is done, no pointer looked at.
-  if (!policy_is_valid(op) || !output_is_well_formed(out)) return cudaErrorInvalidValue;
-  if (!(is_well_formed(broadcast_at(cuda::std::integral_constant<std::size_t, B>{})) && ...)) {
-    return cudaErrorInvalidValue;
-  }
-  if (n == 0) return cudaSuccess;
-  if (n > kMaxBroadcastElements) return cudaErrorInvalidValue;
-  if (!((is_usable_broadcast(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n, output_values(out)) &&
-         clear_of_sums(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n, out)) &&
-        ...)) {
-    return cudaErrorInvalidValue;
-  }
-  auto broadcasts =
-      cuda::std::make_tuple(prepare_broadcast(broadcast_at(cuda::std::integral_constant<std::size_t, B>{}), n)...);
-  share_locations(broadcasts, cuda::std::make_index_sequence<Split::kBroadcasts>{});
-  const OperandOrder<Op, is_broadcast<Operand>::value...> ordered{op};
-  return dispatch_prepared<RequestedWidth>(ordered, n, stream, broadcasts, out,
-                                           full_operand(cuda::std::get<Split::position(F, false)>(operands))...);
-}
 
 // ---- The launch contract and the path ----
 
@@ -188,9 +113,9 @@ cudaError_t check_full_length_arrays(TOut* out, std::size_t n, const TIn*... in)
 /// The whole launch contract for full-length inputs: validate, then launch once on `stream`.
 /// Returns cudaErrorInvalidValue, without touching the device, for an invalid policy (whatever n),
 /// a null or misaligned pointer, or an unsafe overlap; otherwise n == 0 is a no-op that makes no
-/// CUDA call. `broadcasts` (DeviceBroadcasts, validated by dispatch_split) add their values after
-/// the full-length inputs' in each call to `op`. Picks the path (launch_shape.cuh), then the
-/// staged launch or the widest aligned direct one.
+/// CUDA call. `broadcasts` (DeviceBroadcasts, validated by dispatch_split in dispatch_operands.cuh)
+/// add their values after the full-length inputs' in each call to `op`. Picks the path
+/// (launch_shape.cuh), then the staged launch or the widest aligned direct one.
 template <int RequestedWidth, class Op, class Broadcasts, class TOut, class... TIn>
 cudaError_t dispatch_transform(const Op& op, std::size_t n, cudaStream_t stream, const Broadcasts& broadcasts,
                                TOut* out, const TIn*... in) {

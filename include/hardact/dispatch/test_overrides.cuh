@@ -1,8 +1,10 @@
 /// @file test_overrides.cuh
 /// @brief The two paths, and the switches tests and tuning tools use to force a path or a staged
-///        shape. Compiled in only where HARDACT_TESTING_OVERRIDES is defined (the test suite, the
-///        benchmarks): elsewhere every switch is a constant "use the rule", and a launch reads no
-///        process-wide state.
+///        shape, or to turn off one of the summing path's adopted forms. Compiled in only where
+///        HARDACT_TESTING_OVERRIDES is defined (the test suite, the benchmarks): elsewhere every
+///        switch is a constant "use the rule", and a launch reads no process-wide state. Run-time
+///        switches rather than macros: one binary measures both sides, and no two translation units
+///        of a program can disagree.
 #pragma once
 
 #ifdef HARDACT_TESTING_OVERRIDES
@@ -30,6 +32,13 @@ struct TransformTuning {
   /// StagedLoop::two_rows: 1 wherever a call can take it (periods down to half a tile), -1 never,
   /// 0 the rule (two_rows_halves_apart).
   std::atomic<int> staged_two_rows{0};
+  /// The summing path's adopted forms (TUNING.md#summing-path), true (the rule) or false (off, to
+  /// measure or test a call without it): a rows-form call's chunks refit to one wave of resident
+  /// blocks (fit_chunks_to_one_wave), the partial sums' kernel as a programmatic dependent launch,
+  /// the tiles form for short NCHW runs that are not whole vectors (runs_per_tile).
+  std::atomic<bool> summed_one_wave{true};
+  std::atomic<bool> summed_dependent_launch{true};
+  std::atomic<bool> summed_tiles{true};
 };
 
 inline TransformTuning& transform_tuning() {
@@ -59,6 +68,11 @@ inline int forced_staged_blocks_per_multiprocessor() {
 }
 inline int forced_staged_stages() { return transform_tuning().staged_stages.load(std::memory_order_relaxed); }
 inline int forced_staged_two_rows() { return transform_tuning().staged_two_rows.load(std::memory_order_relaxed); }
+inline bool summed_one_wave_enabled() { return transform_tuning().summed_one_wave.load(std::memory_order_relaxed); }
+inline bool summed_dependent_launch_enabled() {
+  return transform_tuning().summed_dependent_launch.load(std::memory_order_relaxed);
+}
+inline bool summed_tiles_enabled() { return transform_tuning().summed_tiles.load(std::memory_order_relaxed); }
 
 #else  // the shipping build: every switch says "use the rule"
 
@@ -67,6 +81,9 @@ constexpr int forced_staged_units_per_thread() { return 0; }
 constexpr int forced_staged_blocks_per_multiprocessor() { return 0; }
 constexpr int forced_staged_stages() { return 0; }
 constexpr int forced_staged_two_rows() { return 0; }
+constexpr bool summed_one_wave_enabled() { return true; }
+constexpr bool summed_dependent_launch_enabled() { return true; }
+constexpr bool summed_tiles_enabled() { return true; }
 
 #endif
 

@@ -10,7 +10,10 @@
 /// the bulk-copy engine of sm_90 and later.
 ///
 /// A knob (HARDACT_*) must be defined the same in every translation unit of a program, before
-/// any hardact header; the defaults are the measured choice.
+/// any hardact header; the defaults are the measured choice. The seven below are all there are:
+/// they change kernels' shapes, which a build has to fix. The summing path's adopted forms (chunks
+/// refit to one wave, the partial sums' dependent launch, the tiles form) are no knobs: tests and
+/// benchmarks switch them off at run time (dispatch/test_overrides.cuh).
 #pragma once
 
 #include <cstddef>
@@ -159,30 +162,11 @@ inline constexpr int kSummedMinBlocks = HARDACT_SUMMED_MIN_BLOCKS;
 inline constexpr std::size_t kSummedChunkElements = 16384;
 inline constexpr std::size_t kSummedLeastChunkRows = 16;
 inline constexpr std::size_t kSummedMostChunks = 1024;
-/// Whether a rows-form call whose chunks would take more than one wave of resident blocks, while
-/// one wave could hold a chunk of every span, takes fewer, larger chunks that fill one wave
-/// (fit_chunks_to_one_wave; TUNING.md#summing-path).
-#ifndef HARDACT_SUMMED_ONE_WAVE
-#define HARDACT_SUMMED_ONE_WAVE 1
-#endif
-inline constexpr bool kSummedOneWave = HARDACT_SUMMED_ONE_WAVE != 0;
 /// Partial sums per sum that one thread adds alone; more take a warp each.
 inline constexpr std::size_t kSummedPartsPerThread = 32;
-/// Whether the partial sums' kernel is a programmatic dependent launch on devices of compute
-/// capability 9.0 and up: launched while the summing kernel runs, it waits for that kernel's
-/// writes on the device, so the second launch's latency is hidden (TUNING.md#summing-path).
-#ifndef HARDACT_SUMMED_DEPENDENT_LAUNCH
-#define HARDACT_SUMMED_DEPENDENT_LAUNCH 1
-#endif
-inline constexpr bool kSummedDependentLaunch = HARDACT_SUMMED_DEPENDENT_LAUNCH != 0;
-
-/// Whether NCHW runs shorter than kSummedTilesMostRunVectors vectors at the output's 16-byte width,
-/// and not whole vectors, take the tiles form (the runs form would read them a narrower access at a
-/// time); longer runs, and runs of whole vectors, were faster in the runs form (TUNING.md#summing-path).
-#ifndef HARDACT_SUMMED_TILES
-#define HARDACT_SUMMED_TILES 1
-#endif
-inline constexpr bool kSummedTiles = HARDACT_SUMMED_TILES != 0;
+/// NCHW runs shorter than this many vectors at the output's 16-byte width, and not whole vectors,
+/// take the tiles form (the runs form would read them a narrower access at a time); longer runs,
+/// and runs of whole vectors, were faster in the runs form (TUNING.md#summing-path).
 inline constexpr std::size_t kSummedTilesMostRunVectors = 16;
 
 // ---- channel_sum (reduce.cuh) ----

@@ -1,4 +1,4 @@
-/// @file operands.cuh
+/// @file prepare_operands.cuh
 /// @brief What the launchers do with their operands before a kernel sees them: which are
 ///        full-length pointers and which broadcasts (and the policy wrapper that puts their values
 ///        back in the user's order), the pointer checks of the launch contract, and each broadcast
@@ -7,8 +7,9 @@
 
 #include <hardact/kernel/device_broadcast.cuh>
 #include <hardact/numeric/fast_divmod.cuh>
-#include <hardact/operand.cuh>
 #include <hardact/policy/validity.cuh>
+#include <hardact/types/broadcast.cuh>
+#include <hardact/types/output_with_sums.cuh>
 
 #include <cuda/std/tuple>
 #include <cuda/std/type_traits>
