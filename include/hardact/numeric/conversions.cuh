@@ -11,13 +11,32 @@
 
 #include <cuda/std/bit>
 #include <cuda/std/type_traits>
+#include <cuda/std/utility>
 
 namespace hardact {
+
+namespace detail {
+
+/// True for the toolkit's one-byte float types (__nv_fp8_e4m3, __nv_fp8_e5m2 and their kin), told
+/// by their shape (one byte holding a raw `__x`) so that this header needs no <cuda_fp8.h>.
+template <class T, class = void>
+struct is_toolkit_fp8 : cuda::std::false_type {};
+template <class T>
+struct is_toolkit_fp8<T, cuda::std::void_t<decltype(cuda::std::declval<const T&>().__x)>>
+    : cuda::std::bool_constant<sizeof(T) == 1> {};
+
+}  // namespace detail
+
+/// The message of a build that uses fp8 elements without their header: without it they would reach
+/// the policies as a type with no arithmetic, and the error would name a missing operator instead.
+#define HARDACT_FP8_NEEDS_ITS_HEADER \
+  "hardact: fp8 element types need #include <hardact/fp8.cuh> (computed in float, rounded once)"
 
 /// The type an element of type `T` is computed in: float for half, bfloat16 and (with
 /// hardact/fp8.cuh) fp8, otherwise `T` itself (float, double, or a user type).
 template <class T>
 struct compute_type {
+  static_assert(!detail::is_toolkit_fp8<T>::value, HARDACT_FP8_NEEDS_ITS_HEADER);
   using type = T;
 };
 template <>
@@ -83,6 +102,8 @@ __host__ __device__ inline To convert(From value) {
       return detail::fp8_conversions<To>::from_float(static_cast<float>(value));
     }
   } else {
+    static_assert(!detail::is_toolkit_fp8<To>::value && !detail::is_toolkit_fp8<From>::value,
+                  HARDACT_FP8_NEEDS_ITS_HEADER);
     return static_cast<To>(value);
   }
 }
