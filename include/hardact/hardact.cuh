@@ -3,12 +3,15 @@
 ///
 /// Layers, from the outside in; each includes only the layers below it:
 ///   transform.cuh                  launchers (cudaError_t, stream last)
+///   depthwise.cuh                  depthwise_conv: a depthwise convolution with a policy epilogue
+///   depthwise_shape.cuh            its shape (DepthwiseConvShape): types only
 ///   operand.cuh                    broadcast operands (bias, per-channel scale/shift, gates) and the
 ///                                  output with sums (OutputWithSums): types only
 ///   reduce.cuh                     channel_sum: per-channel sums (bias gradients), on CUB
 ///   checked.cuh                    the same launchers, refusing pointers the device cannot reach
 ///   dispatch/dispatch_transform    the entry point: argument checks, vector width, alignment, grid
 ///   dispatch/dispatch_summed       the same for an OutputWithSums: layout of the sums, partial sums
+///   dispatch/dispatch_depthwise    depthwise_conv's checks, grid and launches
 ///   dispatch/operands              which operand is which, pointer checks, broadcasts prepared
 ///   dispatch/launch_shape          which kernel, and the staged shape (Little's law per device)
 ///   dispatch/device_properties     per-device properties, cached
@@ -19,6 +22,7 @@
 ///   kernel/direct_transform_kernel global memory straight into registers (any architecture)
 ///   kernel/staged_transform_kernel bulk copies into shared memory (sm_90 and later)
 ///   kernel/summed_transform_kernel the transform that also sums its outputs per channel
+///   kernel/depthwise_kernel        the depthwise convolution and the sums of its mean
 ///   kernel/device_broadcast        broadcast operands as the kernels read them
 ///   kernel/dependent_launch        the device side of a dependent launch
 ///   policy/*                       activation functors
@@ -30,5 +34,6 @@
 #include <hardact/operand.cuh>
 #include <hardact/policies.cuh>
 #include <hardact/transform.cuh>
+#include <hardact/depthwise.cuh>
 #include <hardact/reduce.cuh>
 #include <hardact/checked.cuh>
