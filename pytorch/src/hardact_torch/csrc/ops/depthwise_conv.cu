@@ -13,9 +13,9 @@
 // shared memory in a fixed order, and a second small kernel adds the blocks' sums in a fixed order:
 // the mean is deterministic.
 
-#include "depthwise_conv.h"
-#include "fused_activation.h"
-#include "tensor_launch.cuh"
+#include "ops/depthwise_conv.h"
+#include "launch/fused_activation.h"
+#include "launch/tensor_launch.cuh"
 
 #include <hardact/hardact.cuh>
 
