@@ -196,16 +196,10 @@ class DeviceDepthwise : public ::testing::Test {};
 using DepthwiseTypes = ::testing::Types<float, __half, __nv_bfloat16>;
 TYPED_TEST_SUITE(DeviceDepthwise, DepthwiseTypes, TypeNames);
 
-/// Whether every byte of a buffer's payload still holds the poison pattern.
+/// Whether a buffer holds the poison pattern still, its payload and its guards.
 template <class T>
 bool untouched(GuardedBuffer<T>& buffer) {
-  std::vector<T> values;
-  if (buffer.download(values) != cudaSuccess) return false;
-  const unsigned char* bytes = reinterpret_cast<const unsigned char*>(values.data());
-  for (std::size_t i = 0; i < values.size() * sizeof(T); ++i) {
-    if (bytes[i] != kPoisonByte) return false;
-  }
-  return buffer.guards_intact();
+  return family::payload_untouched(buffer) && buffer.guards_intact();
 }
 
 /// Runs `s` with policy `a` without and with the mean, twice with it: y bit for bit the

@@ -166,7 +166,7 @@ cudaError_t dispatch_depthwise(const Policy& act, const DepthwiseConvShape& shap
   const DepthwiseRange out_temp{temp_storage, needed};
   // Vectors of 4 elements of x, y and the mean, 16-byte vectors of the float parameters and of the
   // blocks' sums. x holds no element where H or W is 0: it is never read, and may be null.
-  constexpr std::size_t kVectorBytes = kDepthwiseChannelsPerThread * sizeof(T);
+  constexpr std::size_t kVectorBytes = static_cast<std::size_t>(kDepthwiseChannelsPerThread) * sizeof(T);
   if ((in_x.bytes > 0 && !depthwise_range_usable(in_x, kVectorBytes)) || !depthwise_range_usable(out_y, kVectorBytes) ||
       !depthwise_range_usable(in_taps, 16) || !depthwise_range_usable(in_scale, 16) ||
       !depthwise_range_usable(in_shift, 16) || (with_mean && !depthwise_range_usable(out_mean, kVectorBytes)) ||
