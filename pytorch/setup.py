@@ -43,7 +43,11 @@ def hardact_include_dir() -> str:
 os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
 
 # Sources relative to this folder, as setuptools wants them. The package lives under src/ so that
-# scripts run from this folder import the installed package, not the source tree.
+# scripts run from this folder import the installed package, not the source tree. csrc/ holds the
+# Python bindings (bindings/), the operators with their autograd (ops/), the tensor-to-launcher
+# glue (launch/) and the operators that exist only for the tests (testing/); its files include
+# each other relative to csrc/.
+CSRC = "src/hardact_torch/csrc"
 os.chdir(HERE)
 setup(
     name="hardact_torch",
@@ -54,15 +58,14 @@ setup(
     ext_modules=[
         CUDAExtension(
             name="hardact_torch._C",
-            sources=["src/hardact_torch/csrc/ops.cu", "src/hardact_torch/csrc/fused_ops.cu",
-                     "src/hardact_torch/csrc/fused_launch_float.cu", "src/hardact_torch/csrc/fused_launch_double.cu",
-                     "src/hardact_torch/csrc/fused_launch_half.cu", "src/hardact_torch/csrc/fused_launch_bfloat16.cu",
-                     "src/hardact_torch/csrc/checks.cu", "src/hardact_torch/csrc/autograd.cpp",
-                     "src/hardact_torch/csrc/fused_autograd.cpp", "src/hardact_torch/csrc/linear_activation.cpp",
-                     "src/hardact_torch/csrc/depthwise_conv.cu",
-                     "src/hardact_torch/csrc/python_module.cpp"],
-            include_dirs=[hardact_include_dir()],
-            # linear_activation.cpp calls cuBLASLt, which torch itself loads (the same library at run time).
+            # In the order they were linked before csrc/ had folders (static registrations run in it).
+            sources=[f"{CSRC}/{source}" for source in (
+                "ops/ops.cu", "ops/fused_ops.cu", "launch/fused_launch_float.cu", "launch/fused_launch_double.cu",
+                "launch/fused_launch_half.cu", "launch/fused_launch_bfloat16.cu", "testing/test_hooks.cu",
+                "ops/autograd.cpp", "ops/fused_autograd.cpp", "ops/linear_activation.cpp", "ops/depthwise_conv.cu",
+                "bindings/python_module.cpp")],
+            include_dirs=[hardact_include_dir(), str(HERE / CSRC)],
+            # ops/linear_activation.cpp calls cuBLASLt, which torch itself loads (the same library at run time).
             libraries=["cublasLt"],
             extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3"]},
         )

@@ -3,6 +3,7 @@
 ///
 /// Layers, from the outside in; each includes only the layers below it:
 ///   transform.cuh                  launchers (cudaError_t, stream last)
+///   depthwise.cuh                  depthwise_conv: a depthwise convolution with a policy epilogue
 ///   operand.cuh                    broadcast operands (bias, per-channel scale/shift, gates) and the
 ///                                  output with sums (OutputWithSums): the types/ headers
 ///   reduce.cuh                     channel_sum: per-channel sums (bias gradients), on CUB
@@ -10,6 +11,7 @@
 ///   dispatch/dispatch_operands     the entry point: broadcasts prepared, then one of the two paths
 ///   dispatch/dispatch_summed       the path of an OutputWithSums: layout of the sums, partial sums
 ///   dispatch/dispatch_transform    the path of an output pointer: checks, vector width, alignment, grid
+///   dispatch/dispatch_depthwise    depthwise_conv's checks, grid and launches
 ///   dispatch/prepare_operands      which operand is which, pointer checks, broadcasts prepared
 ///   dispatch/launch_shape          which kernel, and the staged shape (Little's law per device)
 ///   dispatch/device_properties     per-device properties, cached
@@ -20,6 +22,7 @@
 ///   kernel/direct_transform_kernel global memory straight into registers (any architecture)
 ///   kernel/staged_transform_kernel bulk copies into shared memory (sm_90 and later)
 ///   kernel/summed_transform_kernel the transform that also sums its outputs per channel
+///   kernel/depthwise_kernel        the depthwise convolution and the sums of its mean
 ///   kernel/device_broadcast        broadcast operands as the kernels read them
 ///   kernel/dependent_launch        the device side of a dependent launch
 ///   policy/*                       activation functors
@@ -28,6 +31,7 @@
 ///                                  per_sample_channel, for dispatch to read (no hardact includes)
 ///   types/output_with_sums         the public OutputWithSums, with_channel_sums and
 ///                                  with_sample_channel_sums, likewise
+///   types/depthwise_shape          the public DepthwiseConvShape, likewise
 #pragma once
 
 #include <hardact/version.cuh>
@@ -35,5 +39,6 @@
 #include <hardact/operand.cuh>
 #include <hardact/policies.cuh>
 #include <hardact/transform.cuh>
+#include <hardact/depthwise.cuh>
 #include <hardact/reduce.cuh>
 #include <hardact/checked.cuh>

@@ -77,7 +77,7 @@ def build_network(name: str, seed: int):
 
 def depthwise_digests(ha) -> dict[str, str]:
     import torch
-    op = torch.ops.hardact._depthwise_conv_scale_shift_activation
+    op = ha._C._depthwise_conv_scale_shift_activation
     generator = torch.Generator(device="cuda").manual_seed(7)
     out = {}
     for dtype in (torch.float32, torch.float16, torch.bfloat16):

@@ -169,6 +169,27 @@ inline constexpr std::size_t kSummedPartsPerThread = 32;
 /// and runs of whole vectors, were faster in the runs form (TUNING.md#summing-path).
 inline constexpr std::size_t kSummedTilesMostRunVectors = 16;
 
+// ---- The depthwise convolution (kernel/depthwise_kernel.cuh; TUNING.md#depthwise-stage) ----
+
+/// Threads per block of the depthwise kernel (a block holds every channel vector of a sample: up to
+/// 256, so up to 1024 channels) and of the kernel that adds its blocks' sums.
+inline constexpr int kDepthwiseBlockThreads = 256;
+inline constexpr int kDepthwiseBlockSumsThreads = 256;
+/// Output position groups each thread of the depthwise kernel takes: one. These calls are short
+/// (10-90 us at batch 64) and latency-bound; more threads in flight beat fewer blocks' sums.
+#ifndef HARDACT_DEPTHWISE_GROUPS_PER_THREAD
+#define HARDACT_DEPTHWISE_GROUPS_PER_THREAD 1
+#endif
+inline constexpr int kDepthwiseGroupsPerThread = HARDACT_DEPTHWISE_GROUPS_PER_THREAD;
+/// With more than one group a thread, at least this many blocks per multiprocessor are launched
+/// over the batch, where the samples have that many groups.
+#ifndef HARDACT_DEPTHWISE_BLOCKS_PER_SM
+#define HARDACT_DEPTHWISE_BLOCKS_PER_SM 2
+#endif
+inline constexpr int kDepthwiseLeastBlocksPerMultiprocessor = HARDACT_DEPTHWISE_BLOCKS_PER_SM;
+static_assert(kDepthwiseGroupsPerThread >= 1 && kDepthwiseLeastBlocksPerMultiprocessor >= 1,
+              "hardact: HARDACT_DEPTHWISE_GROUPS_PER_THREAD and HARDACT_DEPTHWISE_BLOCKS_PER_SM must be at least 1");
+
 // ---- channel_sum (reduce.cuh) ----
 
 /// Threads of channel_sum's first pass: about a full GPU's worth, each summing whole rows.

@@ -1,5 +1,5 @@
-"""Python-side registrations for the hardact operators defined in csrc/ops.cu and csrc/fused_ops.cu
-(their autograd is C++, csrc/autograd.cpp and csrc/fused_autograd.cpp):
+"""Python-side registrations for the hardact operators defined in csrc/ops/ops.cu and csrc/ops/fused_ops.cu
+(their autograd is C++, csrc/ops/autograd.cpp and csrc/ops/fused_autograd.cpp):
 
 - fake (meta) kernels, so torch.compile, torch.export and FakeTensorMode can trace the ops;
 - DTensor sharding rules: every op is pointwise, so a sharded input stays sharded (no collective);
@@ -50,7 +50,7 @@ def _check_like_x(op_name: str, x: torch.Tensor, other: torch.Tensor, other_name
 # ---- fake kernels ----------------------------------------------------------------------------------
 # The CUDA kernels return at::empty_like(x): same sizes, dtype and device, and x's strides when x is
 # non-overlapping and dense. torch.empty_like follows the same rule. The in-place and out= forms
-# return nothing (see the schemas in csrc/ops.cu).
+# return nothing (see the schemas in csrc/ops/ops.cu).
 
 def _register_fakes() -> None:
     for name in ("hardsigmoid", "hardswish", "relu6"):

@@ -87,7 +87,7 @@ def relu6_(x: torch.Tensor) -> torch.Tensor:
 
 # ---- fused epilogues ------------------------------------------------------------------------------
 # One pass where eager PyTorch makes two or three: the activation with the per-channel scale and
-# shift of a folded BatchNorm, a bias, a residual or a squeeze-excitation gate (csrc/fused_ops.cu).
+# shift of a folded BatchNorm, a bias, a residual or a squeeze-excitation gate (csrc/ops/fused_ops.cu).
 # Computed in float (double for float64) and rounded once; x * scale and + shift are rounded
 # separately, never fused into an FMA. Under torch.compile they are the same expression in ATen
 # operators, which Inductor fuses itself: results are then Inductor's. It contracts x * scale + shift

@@ -8,7 +8,7 @@
 // precision the convolutions had, at the cost of one kernel per product where the convolutions
 // took two or three (TUNING.md#package-fused-ops).
 
-#include "linear_activation.h"
+#include "ops/linear_activation.h"
 
 #include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>

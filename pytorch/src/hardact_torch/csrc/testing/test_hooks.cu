@@ -3,7 +3,7 @@
 // names start with an underscore: they are test hooks, not part of the package's API, and have
 // neither fake kernels nor autograd. Inputs must be contiguous (the checks only pass those).
 
-#include "tensor_launch.cuh"
+#include "launch/tensor_launch.cuh"
 
 #include <hardact/hardact.cuh>
 #include <hardact/fp8.cuh>

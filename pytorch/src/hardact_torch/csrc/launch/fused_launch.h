@@ -3,7 +3,7 @@
 // once: in one file they were the package build's longest compile.
 #pragma once
 
-#include "fused_activation.h"
+#include "launch/fused_activation.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

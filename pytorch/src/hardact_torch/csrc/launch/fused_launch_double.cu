@@ -1,5 +1,5 @@
 // The fused operators' launches for double tensors (fused_launch.h says why one file per type).
-#include "fused_launch.cuh"
+#include "launch/fused_launch.cuh"
 
 using hardact_torch::FusedActivation;
 

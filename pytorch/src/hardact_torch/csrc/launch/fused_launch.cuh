@@ -1,7 +1,7 @@
 // Definitions of fused_launch.h's launches, included only by the fused_launch_<type>.cu files.
 #pragma once
 
-#include "fused_launch.h"
+#include "launch/fused_launch.h"
 
 #include <hardact/hardact.cuh>
 

@@ -1,6 +1,6 @@
-// The Python module hardact_torch._C. Importing it runs the operator registrations (ops.cu,
-// autograd.cpp, checks.cu); its functions are the eager entry points of hardact_torch's functions
-// and modules.
+// The Python module hardact_torch._C. Importing it runs the operator registrations (ops/ops.cu,
+// ops/autograd.cpp, testing/test_hooks.cu, ...); its functions are the eager entry points of
+// hardact_torch's functions and modules.
 //
 // Why not torch.ops.hardact.*: that generic path matches the schema at run time and boxes the
 // arguments, several microseconds per call that a launch-bound network pays on every activation.
@@ -9,8 +9,8 @@
 // subclasses such as DTensor, and dispatch modes such as FakeTensorMode all still apply) and wrap
 // the result. __torch_function__ overrides are the Python caller's to handle, as in F.*.
 
-#include "depthwise_conv.h"
-#include "linear_activation.h"
+#include "ops/depthwise_conv.h"
+#include "ops/linear_activation.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>

@@ -13,7 +13,7 @@
 //   hardsigmoid_gate:       dx = grad * hardsigmoid(gate), dgate = hardsigmoid'(gate) * sum(grad * x)
 // Forward-mode AD raises, as for the other hardact operators.
 
-#include "fused_activation.h"
+#include "launch/fused_activation.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>

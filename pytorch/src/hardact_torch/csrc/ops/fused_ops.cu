@@ -28,9 +28,9 @@
 // per-(n, c) means follow the same rule: one sum per run of H * W elements of NCHW y, per sample and
 // channel of channels-last y, through ATen's mean otherwise.
 
-#include "fused_activation.h"
-#include "fused_launch.h"
-#include "tensor_launch.cuh"
+#include "launch/fused_activation.h"
+#include "launch/fused_launch.h"
+#include "launch/tensor_launch.cuh"
 
 #include <hardact/hardact.cuh>
 

@@ -8,7 +8,7 @@
 // offset). Any other layout (gaps, such as x[:, ::2]) goes through one dense copy; results then
 // have the layout at::empty_like(x) gives, as PyTorch's own pointwise ops do.
 
-#include "tensor_launch.cuh"
+#include "launch/tensor_launch.cuh"
 
 #include <hardact/hardact.cuh>
 
