@@ -36,12 +36,18 @@ def _warm_up(model: nn.Module, static_input: torch.Tensor, warmup: int, side: to
 def _capture(model: nn.Module, static_input: torch.Tensor, **graph_options) -> tuple[torch.cuda.CUDAGraph, Any]:
     """One forward captured under torch.no_grad(): (the graph, its output tensors)."""
     graph = torch.cuda.CUDAGraph()
-    with torch.no_grad(), torch.cuda.graph(graph, **graph_options):
-        static_output = model(static_input)
+    current = torch.cuda.current_stream(static_input.device)
+    try:
+        with torch.no_grad(), torch.cuda.graph(graph, **graph_options):
+            static_output = model(static_input)
+    except BaseException:
+        # torch.cuda.graph's exit leaves the capture stream current when ending the capture raises.
+        torch.cuda.set_stream(current)
+        raise
     return graph, static_output
 
 
-def _replay(static_input: torch.Tensor, graph: torch.cuda.CUDAGraph, static_output: Any, x: torch.Tensor,
+def _copy_in_and_replay(static_input: torch.Tensor, graph: torch.cuda.CUDAGraph, static_output: Any, x: torch.Tensor,
             copy_output: bool) -> Any:
     """x copied into the captured input, the graph replayed, on the current stream."""
     static_input.copy_(x)
@@ -83,7 +89,7 @@ class CudaGraphInference:
                 f"{expected.dtype} tensor on {expected.device}; got "
                 + (f"a {tuple(x.shape)} {x.dtype} tensor on {x.device}" if isinstance(x, torch.Tensor)
                    else type(x).__name__) + ". Capture another graph for another shape.")
-        return _replay(self.static_input, self.graph, self.static_output, x, self.copy_output)
+        return _copy_in_and_replay(self.static_input, self.graph, self.static_output, x, self.copy_output)
 
 
 def cuda_graph_inference(model: nn.Module, example_input: torch.Tensor, warmup: int = 3,
@@ -248,7 +254,14 @@ class CudaGraphCache:
         warnings.warn(f"hardact.cuda_graph_cache: {message}", RuntimeWarning, stacklevel=3)
 
     def _capture(self, key: tuple, x: torch.Tensor) -> _Graph | None:
-        """Warms up and captures x's signature (the lock held); None when the capture raised."""
+        """Warms up and captures x's signature (the lock held); None when the capture raised. A
+        warm-up error (the model rejects x) propagates, and nothing is evicted."""
+        if self._capture_stream is None:
+            self._device = x.device
+            self._capture_stream = torch.cuda.Stream(device=x.device)
+        start = time.perf_counter()
+        static_input = x.detach().clone()  # keeps x's strides when x is dense
+        _warm_up(self.model, static_input, self.warmup, self._capture_stream)
         if len(self._graphs) >= self.max_graphs:
             # The evicted graph's replays must be done before its blocks are handed out again.
             torch.cuda.synchronize(x.device)
@@ -256,19 +269,15 @@ class CudaGraphCache:
             self.evictions += 1
             if not self._graphs:
                 self._pool = None  # the allocator refuses to share a pool that no graph uses any more
-        if self._capture_stream is None:
-            self._device = x.device
-            self._capture_stream = torch.cuda.Stream(device=x.device)
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
-        start = time.perf_counter()
-        static_input = x.detach().clone()  # keeps x's strides when x is dense
-        _warm_up(self.model, static_input, self.warmup, self._capture_stream)
         try:
             graph, static_output = _capture(self.model, static_input, pool=self._pool, stream=self._capture_stream,
                                             capture_error_mode="thread_local")
         except Exception as error:  # noqa: BLE001  (any capture failure falls back to eager, said once)
             self._failed.add(key)
+            if not self._graphs:
+                self._pool = None  # a fresh pool next time: no graph may hold this one any more
             message = (f"capturing a {tuple(x.shape)} {x.dtype} input with strides {x.stride()} failed "
                        f"({type(error).__name__}: {error}); that signature runs eagerly")
             self._warned.add(message)
@@ -286,7 +295,7 @@ class CudaGraphCache:
             current.wait_stream(self._last_stream)  # graphs share pool blocks: no two replays overlap
         self._last_stream = current
         self.replays += 1
-        return _replay(entry.static_input, entry.graph, entry.static_output, x, self.copy_output)
+        return _copy_in_and_replay(entry.static_input, entry.graph, entry.static_output, x, self.copy_output)
 
 
 def cuda_graph_cache(model: nn.Module, max_graphs: int = 8, warmup: int = 3,
