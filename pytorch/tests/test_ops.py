@@ -68,8 +68,8 @@ def layouts(x2d: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
 def test_public_names(checks) -> None:
     """hardact_torch re-exports every public name of its topic modules, the same objects; ModelNew is an
     example (examples/kernelbench_model.py), not part of the package."""
-    from hardact_torch import functional, modules, rewrite
-    for module in (functional, modules, rewrite):
+    from hardact_torch import cuda_graph, functional, modules, rewrite
+    for module in (functional, modules, rewrite, cuda_graph):
         for name in module.__all__:
             checks.record("" if name in ha.__all__ and getattr(ha, name, None) is getattr(module, name) else "missing",
                           f"hardact_torch.{name} is {module.__name__}.{name}")

@@ -9,7 +9,8 @@ relu6} with their in-place (`hardsigmoid_`) and out= (`hardsigmoid.out`) forms, 
 and backward (`hardsigmoid_backward`) forms; their autograd (C++), fake kernels (torch.compile,
 torch.export) and DTensor sharding rules (_registrations). This module only re-exports, by topic:
 functional (like torch.nn.functional, with the fused epilogues), modules (like torch.nn), rewrite
-(replace_activations and the fusing rewrites of a model), cuda_graph.
+(replace_activations and the fusing rewrites of a model), cuda_graph (cuda_graph_inference for one
+input shape, cuda_graph_cache for every shape a server sees).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import torch
 
 from . import _C  # noqa: F401  (loading the extension registers torch.ops.hardact)
-from .cuda_graph import CudaGraphInference, cuda_graph_inference
+from .cuda_graph import CudaGraphCache, CudaGraphInference, cuda_graph_cache, cuda_graph_inference
 from ._registrations import (DTENSOR_SHARDING_REGISTERED, FUSED_ACTIVATIONS, SUPPORTED_DTYPES, UNARY_OPS,
                              sharded_ops)
 from .functional import (bias_activation, hardsigmoid, hardsigmoid_, hardsigmoid_gate, hardswish, hardswish_,
@@ -36,7 +37,7 @@ __all__ = [
     "scale_shift_residual_activation", "scale_shift_activation_mean",
     "BatchNormActivation", "fuse_batchnorm_activation", "HardSigmoidSqueezeExcitation", "fuse_squeeze_excitation",
     "FusedInvertedResidual", "fuse_blocks", "optimize_for_inference",
-    "CudaGraphInference", "cuda_graph_inference",
+    "CudaGraphInference", "cuda_graph_inference", "CudaGraphCache", "cuda_graph_cache",
 ]
 
 ops = torch.ops.hardact
