@@ -306,8 +306,9 @@ def survey_model(model: nn.Module) -> dict:
     """The survey of one model (rewritten in place, in eval mode): hard_layers {kind: n} (kinds
     "<name>()" for functions), hard_gates {owner class: n}, rewrite (optimize_for_inference's dict),
     fused {"block", "batchnorm", "squeeze_excitation": hard layers fused there}, blocks {class:
-    [fused, present]}, left {reason: n}, left_total, balanced (hard modules before == fused + hard
-    modules left)."""
+    [fused, present]}, declined {"class: why the matcher declined it": n} (of the blocks holding a
+    hard layer), left {reason: n}, left_total, balanced (hard modules before == fused + hard modules
+    left)."""
     model.eval()
     sites = _hard_sites(model)
     hard_layers = collections.Counter(kind if how == "module" else f"{kind}()" for _, kind, how in sites)
@@ -359,7 +360,9 @@ def survey_model(model: nn.Module) -> dict:
     modules_before = sum(n for kind, n in hard_layers.items() if not kind.endswith("()"))
     left_modules = sum(left.values()) - len(function_reasons)
     return {"hard_layers": dict(hard_layers), "hard_total": sum(hard_layers.values()), "hard_gates": dict(gates),
-            "rewrite": rewrite, "fused": dict(fused), "blocks": dict(block_counts), "left": dict(left),
+            "rewrite": rewrite, "fused": dict(fused), "blocks": dict(block_counts),
+            "declined": dict(collections.Counter(f"{blocks[path]}: {why}" for path, why in declined.items())),
+            "left": dict(left),
             "left_total": sum(left.values()), "balanced": modules_before == sum(fused.values()) + left_modules}
 
 
@@ -521,7 +524,7 @@ def main() -> int:
             file.write(header + "\n\n" + table + "\n")
     if args.out:
         with open(args.out, "w") as file:
-            json.dump({"header": header, "models": records, "skipped": skipped}, file, indent=1)
+            json.dump({"header": header, "models": records, "skipped": skipped}, file, separators=(",", ":"))
     return 0
 
 
