@@ -112,7 +112,8 @@ class _Unpaired(nn.Module):
 
 def test_held_functions_and_unpaired_batchnorm():
     with torch.device("meta"):
-        model = nn.Sequential(_HeldGate(), _Unpaired(), nn.Sequential(nn.Conv2d(8, 8, 1), nn.BatchNorm2d(8), nn.ReLU6()))
+        paired = nn.Sequential(nn.Conv2d(8, 8, 1), nn.BatchNorm2d(8), nn.ReLU6())
+        model = nn.Sequential(_HeldGate(), _Unpaired(), paired)
     record = field_survey.survey_model(model)
     assert record["hard_layers"] == {"hardsigmoid()": 1, "hardswish": 1, "relu6": 1}
     assert record["hard_gates"] == {"_HeldGate": 1}
