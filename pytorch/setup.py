@@ -42,6 +42,14 @@ def hardact_include_dir() -> str:
 # GPUs it sees, or for every architecture when it sees none.
 os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
 
+# HARDACT_TORCH_CHECK_BUILD=1: a build that proves the package compiles, links and imports, for a
+# machine without a GPU (CI), as the C++ suite builds its device tests where it finds none: device
+# code to PTX only with cicc's optimizer off (no ptxas), host code at -O0. Its kernels are not the
+# optimized ones and it holds no machine code for any GPU: never install it to run on one.
+CHECK_BUILD = os.environ.get("HARDACT_TORCH_CHECK_BUILD") == "1"
+COMPILE_ARGS = ({"cxx": ["-O0"], "nvcc": ["-O0", "-Xcicc", "-O0", "-gencode=arch=compute_90,code=compute_90"]}
+                if CHECK_BUILD else {"cxx": ["-O3"], "nvcc": ["-O3"]})
+
 # Sources relative to this folder, as setuptools wants them. The package lives under src/ so that
 # scripts run from this folder import the installed package, not the source tree. csrc/ holds the
 # Python bindings (bindings/), the operators with their autograd (ops/), the tensor-to-launcher
@@ -67,7 +75,7 @@ setup(
             include_dirs=[hardact_include_dir(), str(HERE / CSRC)],
             # ops/linear_activation.cpp calls cuBLASLt, which torch itself loads (the same library at run time).
             libraries=["cublasLt"],
-            extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3"]},
+            extra_compile_args=COMPILE_ARGS,
         )
     ],
     cmdclass={"build_ext": BuildExtension},
