@@ -81,7 +81,7 @@ def main() -> int:
         rewritten = copy.deepcopy(base)
         counts = rewrite(rewritten, blocks=not args.no_blocks)
         blocks, fused, gates = counts["blocks"], counts["batchnorms"], counts["squeeze_excitations"]
-        swapped = ha.replace_activations(rewritten)
+        swapped = counts.get("activations", 0) + ha.replace_activations(rewritten)
         left = sum(1 for m in rewritten.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm))
         print(f"{name}: {blocks} blocks fused, {fused} BatchNorms rewritten (with the activation after them, or "
               f"alone), {gates} squeeze-excitations fused, {swapped} other activations replaced, {left} BatchNorms "

@@ -7,8 +7,8 @@
 
 Per model (timm or torchvision, random weights, eval, channels_last), dtype and batch, in one
 process: torch.nn's model eager, a copy of it (the control: what the method measures when there is
-no difference), the rewrite (bench_models.rewrite: fuse_blocks, then fuse_batchnorm_activation +
-fuse_squeeze_excitation; --no-blocks: without fuse_blocks) eager, the rewrite in a CUDA graph (hardact_torch.cuda_graph_inference), and torch.compile of torch.nn's model in each
+no difference), the rewrite (bench_models.rewrite: optimize_for_inference; --no-blocks: the BatchNorm and
+squeeze-excitation folds alone) eager, the rewrite in a CUDA graph (hardact_torch.cuda_graph_inference), and torch.compile of torch.nn's model in each
 --modes mode (default, reduce-overhead, max-autotune-no-cudagraphs), whose compile time (the first
 call's wall time, Inductor's caches off unless --warm-caches) is printed. Then wall time per forward: each rep runs
 --iters forwards of one implementation between two synchronisations, all of them in turn, in one
