@@ -55,12 +55,18 @@ ACTIVATION_NAMES = {"Hardswish", "Hardsigmoid", "ReLU6", "Hardtanh", "HardSwish"
 
 
 def build(name: str) -> nn.Module:
-    """A model with random weights; ImportError when its library is missing."""
+    """A model with random weights: torchvision's for the names in TORCHVISION_MODELS and for a name
+    timm does not know (mobilenet_v2), else timm's; ImportError when its library is missing."""
     torch.manual_seed(0)
-    if name in TORCHVISION_MODELS:
+    try:
+        import timm
+    except ImportError:
+        timm = None
+    if name in TORCHVISION_MODELS or timm is None or not timm.is_model(name):
         import torchvision
+        if not hasattr(torchvision.models, name):
+            raise ImportError(f"neither timm nor torchvision has a model named {name}")
         return getattr(torchvision.models, name)(weights=None)
-    import timm
     return timm.create_model(name, pretrained=False)
 
 
