@@ -24,8 +24,8 @@ def fuse_batchnorm_activation(model: nn.Module) -> int:
         convolution and an activation but no BatchNorm gets the bias and activation in one pass;
     and with none (identity) where no such activation follows: one pass at the copy rate in place of
     PyTorch's BatchNorm kernel. A BatchNorm whose statistics are not tracked is left alone. Returns
-    how many BatchNorms (and bias-activation layers) were rewritten. Raises RuntimeError for a model in training mode: its
-    BatchNorms use batch statistics."""
+    how many BatchNorms (and bias-activation layers) were rewritten. Raises RuntimeError for a model
+    in training mode: its BatchNorms use batch statistics."""
     if model.training:
         raise RuntimeError("hardact.fuse_batchnorm_activation: the model is in training mode; call model.eval() "
                            "first (a training BatchNorm normalises with batch statistics, which cannot be folded)")
