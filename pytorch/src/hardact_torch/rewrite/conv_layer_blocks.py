@@ -168,9 +168,10 @@ def _fold_layer(layer: nn.Module) -> int:
     stage = _stage(layer)
     if stage is None:
         return 0
-    layer.conv, layer.norm = stage
+    # The new modules take the layer's mode: fuse_blocks leaves alone a block with a submodule in training.
+    layer.conv, layer.norm = stage[0], stage[1].train(layer.training)
     if act is not None:
-        layer.act = nn.Identity()
+        layer.act = nn.Identity().train(layer.training)
     return 1
 
 
@@ -194,7 +195,7 @@ def _fold_levit(norm_owner: nn.Module, act: nn.Module) -> bool:
     if spec is None or spec[0] == "identity" or not _levit_norm(norm_owner):
         return False
     bn = norm_owner.bn
-    norm_owner.bn = BatchNormActivation.from_batchnorm(bn, *spec).to(bn.running_mean.device)
+    norm_owner.bn = BatchNormActivation.from_batchnorm(bn, *spec).to(bn.running_mean.device).train(bn.training)
     return True
 
 
@@ -210,13 +211,13 @@ def _fold_conv_layers(model: nn.Module) -> int:
         fused += _fold_layer(parent)
         if _is(parent, _LEVIT, "LevitMlp") and _children(parent) == {"ln1", "act", "drop", "ln2"} \
                 and type(parent.drop) is nn.Dropout and _fold_levit(parent.ln1, parent.act):
-            parent.act = nn.Identity()
+            parent.act = nn.Identity().train(parent.training)
             fused += 1
         if isinstance(parent, nn.Sequential) and type(parent).__module__ == _LEVIT:
             names = list(parent._modules)
             for first, second in zip(names, names[1:]):
                 if _fold_levit(parent._modules[first], parent._modules[second]):
-                    parent._modules[second] = nn.Identity()
+                    parent._modules[second] = nn.Identity().train(parent.training)
                     fused += 1
     return fused
 
