@@ -1,7 +1,7 @@
 """Tests of the rewrites of timm's layers that hold a convolution, BatchNorm and activation as
 attributes (EfficientViT-B's ConvNormAct, CPUBone's and LowFormer's ConvLayer, LeViT's ConvNorm /
 LinearNorm and the activation after them) and of the blocks built of them (MBConv, DSConv,
-FusedMBConv and their ResidualBlock): rewrite/conv_layer_blocks.py.
+FusedMBConv and their ResidualBlock; LeViT's LevitBlock and LevitDownsample): rewrite/conv_layer_blocks.py.
 
     pytest pytorch/tests/test_conv_layer_blocks.py              # the tests marked cuda skip without a GPU
     pytest pytorch/tests/test_conv_layer_blocks.py -k cpu       # the float64 CPU comparisons only
@@ -83,7 +83,9 @@ def build(name: str, device: str = "cpu") -> nn.Module:
 
 
 def is_block(module: nn.Module) -> bool:
-    return type(module).__module__ in BLOCK_PACKAGES and type(module).__name__ in BLOCK_NAMES
+    kind = type(module)
+    return (kind.__module__ in BLOCK_PACKAGES and kind.__name__ in BLOCK_NAMES) or \
+        (kind.__module__ == "timm.models.levit" and kind.__name__ in ("LevitBlock", "LevitDownsample"))
 
 
 def count_blocks(model: nn.Module) -> int:
@@ -117,7 +119,7 @@ def hard_folded(model: nn.Module) -> int:
 
 @pytest.mark.parametrize("name", [name for name, _ in MODELS])
 def test_structure_on_meta(checks, name) -> None:
-    """On the meta device: every MBConv / DSConv / FusedMBConv fused (with its ResidualBlock), in
+    """On the meta device: every MBConv / DSConv / FusedMBConv (with its ResidualBlock) and LeViT block fused, in
     either order of the rewrites; every hard activation folded or left for a stated reason; a second
     pass rewrites nothing."""
     base = build(name, "meta")
@@ -133,8 +135,11 @@ def test_structure_on_meta(checks, name) -> None:
         checks.record("" if counts["blocks"] == blocks and count_blocks(model) == 0 else
                       f"fused {counts['blocks']} of {blocks}, {count_blocks(model)} left",
                       f"{name} {order}: every block fused")
-        inside = [type(m).__name__ for block in model.modules() if isinstance(block, ha.FusedInvertedResidual)
-                  for m in block.modules() if isinstance(m, (nn.modules.batchnorm._BatchNorm, *HARD))]
+        # A FusedLevitBlock's attention is the original module, left to PyTorch.
+        inside = [type(m).__name__ for block in model.modules()
+                  if isinstance(block, (ha.FusedInvertedResidual, conv_layer_blocks.FusedLevitBlock))
+                  for name, child in block.named_children() if name != "attn"
+                  for m in child.modules() if isinstance(m, (nn.modules.batchnorm._BatchNorm, *HARD))]
         checks.record("" if not inside else f"found {sorted(set(inside))}",
                       f"{name} {order}: no BatchNorm or activation module inside a fused block")
         left = hard_modules(model)
@@ -209,6 +214,17 @@ def near_misses(name: str) -> list[tuple[str, str, callable]]:
                                                                             nn.Dropout(0.1))),
         ]
 
+    if name == "levit_128s":
+        def levit(model):
+            return next(m for m in model.modules() if type(m).__name__ == "LevitBlock")
+        return [
+            ("an extra child in the LevitMlp", "block", lambda m: setattr(levit(m).mlp, "extra", nn.Identity())),
+            ("a SiLU in the LevitMlp", "block", lambda m: setattr(levit(m).mlp, "act", nn.SiLU())),
+            ("a drop path that is nn.Dropout", "block", lambda m: setattr(levit(m), "drop_path2", nn.Dropout(0.1))),
+            ("a LinearNorm with a bias", "block", lambda m: setattr(levit(m).mlp.ln2, "linear",
+                                                                    nn.Linear(8, 8, device="meta"))),
+        ]
+
     def padded(model):
         return next(m for m in model.modules() if type(m).__name__ == "FusedMBConv"
                     and isinstance(m.spatial_conv.conv, nn.Sequential)).spatial_conv.conv
@@ -216,7 +232,7 @@ def near_misses(name: str) -> list[tuple[str, str, callable]]:
              lambda m: padded(m).__setitem__(0, nn.ReflectionPad2d((1, 0, 1, 0))))]
 
 
-@pytest.mark.parametrize("name", ["efficientvit_b0", "lowformer_b0", "cpubone_nano"])
+@pytest.mark.parametrize("name", ["efficientvit_b0", "lowformer_b0", "cpubone_nano", "levit_128s"])
 def test_near_misses_left_alone(checks, name) -> None:
     """A block holding something the rewrite cannot prove equivalent stays as it is, the others
     fuse; a ResidualBlock holding something else stays, its block fused without the skip."""

@@ -19,7 +19,8 @@ def fuse_blocks(model: nn.Module) -> int:
     timm's MobileNetV3 / LCNet family (timm's InvertedResidual and DepthwiseSeparableConv) and of
     torchvision's MobileNetV3 (its InvertedResidual), and the MBConv / DSConv / FusedMBConv blocks of
     timm's EfficientViT-B, CPUBone and LowFormer with their ResidualBlock's identity shortcut
-    (conv_layer_blocks), becomes one FusedInvertedResidual sharing its
+    (conv_layer_blocks; LeViT's blocks there become a FusedLevitBlock, its MLP's BatchNorms, activation
+    and residual add in two passes), becomes one FusedInvertedResidual sharing its
     convolutions: the BatchNorms folded with their activations, the depthwise convolution, its
     BatchNorm and the squeeze's mean in one kernel, the excitation as matrix products, the residual add
     in the projection's BatchNorm pass. Returns how many blocks it replaced.

@@ -12,7 +12,9 @@ these layers call norm and act as attributes, so their activation ran as a pass 
     PyTorch's cuDNN path adds a bias in a pass of its own, so this saves a pass and never adds one).
   - _fuse_conv_layer_blocks: each MBConv / DSConv / FusedMBConv, with the identity shortcut of the
     ResidualBlock around it, becomes one FusedInvertedResidual: the folds above per stage, the
-    depthwise stage in one kernel where it fits, the residual add in the projection's pass.
+    depthwise stage in one kernel where it fits, the residual add in the projection's pass; and
+    each LeViT block (LevitBlock, LevitDownsample) a FusedLevitBlock: its attention left to
+    PyTorch, its MLP's residual add in the MLP's last BatchNorm pass.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..functional import scale_shift_residual_activation
 from ..modules import BatchNormActivation
 from .fused_block import FusedInvertedResidual
 from .matching import _children, _foldable, _fused_activation
@@ -278,15 +281,17 @@ def _conv_layer_block(module: nn.Module) -> FusedInvertedResidual | None:
 
 
 def _fuse_conv_layer_blocks(model: nn.Module) -> int:
-    """fuse_blocks' part for EfficientViT-B, CPUBone and LowFormer (_conv_layer_block), in place on
-    an eval-mode model (the caller checks the mode); a block with a submodule in training mode is
-    left alone. Returns how many blocks it replaced."""
+    """fuse_blocks' part for EfficientViT-B, CPUBone and LowFormer (_conv_layer_block) and LeViT
+    (_levit_block), in place on an eval-mode model (the caller checks the mode); a block with a
+    submodule in training mode is left alone. Returns how many blocks it replaced."""
     def walk(parent: nn.Module) -> int:
         fused = 0
         for name, child in list(parent.named_children()):
             block = None
             if not any(m.training for m in child.modules() if type(m) is not BatchNormActivation):
                 block = _conv_layer_block(child)
+                if block is None:
+                    block = _levit_block(child)
             if block is not None:
                 setattr(parent, name, block.train(False))
                 fused += 1
@@ -294,3 +299,84 @@ def _fuse_conv_layer_blocks(model: nn.Module) -> int:
                 fused += walk(child)
         return fused
     return walk(model)
+
+
+# ---- LeViT ----------------------------------------------------------------------------------------
+
+
+class FusedLevitBlock(nn.Module):
+    """An inference LeViT block (LevitBlock, LevitDownsample) with its MLP's passes fused:
+
+        x = x + attn(x)                        LevitBlock (LevitDownsample: x = attn(x)), as it was
+        h = norm1(linear1(x))                  ln1's BatchNorm and the MLP's activation, one pass
+        out = norm2(linear2(h)) + x            ln2's BatchNorm and the residual add, one pass
+                                               (scale_shift_residual_activation)
+
+    where eager PyTorch runs ln1's BatchNorm, the activation, ln2's BatchNorm and the add as four
+    passes. linear1 and linear2 are the MLP's nn.Linear (LinearNorm: the BatchNorm1d sees the tokens
+    flattened to rows, (B * N, C)) or nn.Conv2d (ConvNorm, levit_conv_*), shared; norm1 and norm2 the
+    folded BatchNormActivations. The attention module is the block's own, untouched. The same
+    function up to rounding; differentiable, with the BatchNorms frozen. Made by fuse_blocks."""
+
+    def __init__(self, attn: nn.Module, attention_residual: bool, linear1: nn.Module, norm1: BatchNormActivation,
+                 linear2: nn.Module, norm2: BatchNormActivation):
+        super().__init__()
+        self.attn, self.attention_residual = attn, bool(attention_residual)
+        self.linear1, self.norm1, self.linear2, self.norm2 = linear1, norm1, linear2, norm2
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(x) if self.attention_residual else self.attn(x)
+        norm = self.norm2
+        if type(self.linear1) is nn.Linear:  # LinearNorm: the BatchNorms over (B * N, C) rows
+            h = self.norm1(self.linear1(x).flatten(0, 1)).reshape(x.shape[0], x.shape[1], -1)
+            y = scale_shift_residual_activation(self.linear2(h).flatten(0, 1), norm.scale, norm.shift,
+                                                x.flatten(0, 1), norm.activation, norm.min_val, norm.max_val)
+            return y.reshape_as(x)
+        y = self.linear2(self.norm1(self.linear1(x)))
+        return scale_shift_residual_activation(y, norm.scale, norm.shift, x, norm.activation, norm.min_val,
+                                               norm.max_val)
+
+    def extra_repr(self) -> str:
+        return f"attention_residual={self.attention_residual}"
+
+
+def _levit_folded(norm_owner: nn.Module, act: nn.Module | None) -> BatchNormActivation | None:
+    """A ConvNorm's or LinearNorm's BatchNorm (or its fold already made) with act after it (None for
+    none) as one BatchNormActivation; None where it does not fold."""
+    if _children(norm_owner) != {"linear", "bn"} or not (_is(norm_owner, _LEVIT, "ConvNorm")
+                                                         or _is(norm_owner, _LEVIT, "LinearNorm")):
+        return None
+    linear, bn = norm_owner.linear, norm_owner.bn
+    convolution = _is(norm_owner, _LEVIT, "ConvNorm")
+    expected = (nn.Conv2d, nn.BatchNorm2d) if convolution else (nn.Linear, nn.BatchNorm1d)
+    if type(linear) is not expected[0] or type(bn) not in (expected[1], BatchNormActivation) \
+            or linear.bias is not None:
+        return None
+    return _folded(bn, None, act, linear.out_channels if convolution else linear.out_features, linear.weight)
+
+
+def _levit_block(block: nn.Module) -> FusedLevitBlock | None:
+    """The FusedLevitBlock of LeViT's LevitBlock (forward x = x + drop_path1(attn(x)), then x = x +
+    drop_path2(mlp(x))) or LevitDownsample (x = attn_downsample(x), then x = x + drop_path(mlp(x))),
+    with the drop paths the identity in eval and mlp a LevitMlp (forward ln1, act, drop, ln2; drop an
+    nn.Dropout, the identity in eval) whose ln1 and ln2 fold; else None."""
+    if _is(block, _LEVIT, "LevitBlock"):
+        if _children(block) != {"attn", "drop_path1", "mlp", "drop_path2"} \
+                or not (_inactive_in_eval(block.drop_path1) and _inactive_in_eval(block.drop_path2)):
+            return None
+        attn, attention_residual = block.attn, True
+    elif _is(block, _LEVIT, "LevitDownsample"):
+        if _children(block) != {"attn_downsample", "mlp", "drop_path"} or not _inactive_in_eval(block.drop_path):
+            return None
+        attn, attention_residual = block.attn_downsample, False
+    else:
+        return None
+    mlp = block.mlp
+    if not _is(mlp, _LEVIT, "LevitMlp") or _children(mlp) != {"ln1", "act", "drop", "ln2"} \
+            or type(mlp.drop) is not nn.Dropout:
+        return None
+    norm1 = _levit_folded(mlp.ln1, None if type(mlp.act) is nn.Identity else mlp.act)
+    norm2 = _levit_folded(mlp.ln2, None)
+    if norm1 is None or norm2 is None:
+        return None
+    return FusedLevitBlock(attn, attention_residual, mlp.ln1.linear, norm1, mlp.ln2.linear, norm2)
