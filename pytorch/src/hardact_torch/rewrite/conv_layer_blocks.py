@@ -9,10 +9,13 @@ these layers call norm and act as attributes, so their activation ran as a pass 
     activation its forward applies next (the activation made nn.Identity), with the convolution's
     bias folded into the shift; a layer with a biased convolution, no BatchNorm and an activation
     gets the bias and the activation in that one pass (the convolution runs without its bias:
-    PyTorch's cuDNN path adds a bias in a pass of its own, so this saves a pass and never adds one).
+    PyTorch's cuDNN path adds a bias with a pass of its own, output.add_ after cudnn_convolution, so
+    this saves a pass; where its native depthwise kernel had added the bias inside, the count is
+    unchanged: it never adds one).
   - _fuse_conv_layer_blocks: each MBConv / DSConv / FusedMBConv, with the identity shortcut of the
     ResidualBlock around it, becomes one FusedInvertedResidual: the folds above per stage, the
-    depthwise stage in one kernel where it fits, the residual add in the projection's pass; and
+    depthwise stage in one kernel where it fits, the residual add in the projection's pass
+    (TUNING.md#package-fused-ops, TUNING.md#depthwise-stage); and
     each LeViT block (LevitBlock, LevitDownsample) a FusedLevitBlock: its attention left to
     PyTorch, its MLP's residual add in the MLP's last BatchNorm pass.
 """
