@@ -316,7 +316,8 @@ class FusedLevitBlock(nn.Module):
                                                (scale_shift_residual_activation)
 
     where eager PyTorch runs ln1's BatchNorm, the activation, ln2's BatchNorm and the add as four
-    passes. linear1 and linear2 are the MLP's nn.Linear (LinearNorm: the BatchNorm1d sees the tokens
+    passes (three where the tokens x are not contiguous, as after an NCHW stem: the add stays
+    apart). linear1 and linear2 are the MLP's nn.Linear (LinearNorm: the BatchNorm1d sees the tokens
     flattened to rows, (B * N, C)) or nn.Conv2d (ConvNorm, levit_conv_*), shared; norm1 and norm2 the
     folded BatchNormActivations. The attention module is the block's own, untouched. The same
     function up to rounding; differentiable, with the BatchNorms frozen. Made by fuse_blocks."""
@@ -332,8 +333,13 @@ class FusedLevitBlock(nn.Module):
         norm = self.norm2
         if type(self.linear1) is nn.Linear:  # LinearNorm: the BatchNorms over (B * N, C) rows
             h = self.norm1(self.linear1(x).flatten(0, 1)).reshape(x.shape[0], x.shape[1], -1)
-            y = scale_shift_residual_activation(self.linear2(h).flatten(0, 1), norm.scale, norm.shift,
-                                                x.flatten(0, 1), norm.activation, norm.min_val, norm.max_val)
+            y = self.linear2(h).flatten(0, 1)
+            if not x.is_contiguous():
+                # Tokens transposed from an NCHW stem: (B * N, C) rows of x would be a copy, a pass
+                # more than the add saves; the add stays, as the block made it.
+                return x + norm(y).reshape_as(x)
+            y = scale_shift_residual_activation(y, norm.scale, norm.shift, x.flatten(0, 1), norm.activation,
+                                                norm.min_val, norm.max_val)
             return y.reshape_as(x)
         y = self.linear2(self.norm1(self.linear1(x)))
         return scale_shift_residual_activation(y, norm.scale, norm.shift, x, norm.activation, norm.min_val,
