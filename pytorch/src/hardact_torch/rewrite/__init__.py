@@ -2,8 +2,8 @@
 fuse_squeeze_excitation, fuse_blocks (whole blocks as FusedInvertedResidual), and
 optimize_for_inference, which runs them all.
 
-Imports run one way: matching (the matchers' shared vocabulary) <- activations, batchnorm, squeeze,
-fused_block <- timm_blocks, torchvision_blocks <- blocks <- this module.
+Imports run one way: matching (the matchers' shared vocabulary) <- activations, squeeze, fused_block
+<- timm_blocks, torchvision_blocks <- conv_layer_blocks <- batchnorm, blocks <- this module.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ from __future__ import annotations
 from torch import nn
 
 from ..modules import BatchNormActivation
+from .conv_layer_blocks import _fold_conv_layers
 from .matching import _foldable, _fused_activation, _is_timm_batchnorm_act
 
 __all__ = ["fuse_batchnorm_activation"]
@@ -16,14 +17,19 @@ def fuse_batchnorm_activation(model: nn.Module) -> int:
       - the next module of an nn.Sequential (torchvision's Conv2dNormActivation is one): the
         BatchNorm is replaced, the activation removed;
       - timm's BatchNormAct2d (its activation, or none, is part of the module);
+      - the layer's forward, for layers that hold a convolution, BatchNorm and activation as
+        attributes (timm's EfficientViT-B ConvNormAct, CPUBone and LowFormer ConvLayer, LeViT's
+        ConvNorm / LinearNorm and the activation after them: conv_layer_blocks): the activation made
+        nn.Identity, the convolution's bias folded into the shift; such a layer with a biased
+        convolution and an activation but no BatchNorm gets the bias and activation in one pass;
     and with none (identity) where no such activation follows: one pass at the copy rate in place of
     PyTorch's BatchNorm kernel. A BatchNorm whose statistics are not tracked is left alone. Returns
-    how many BatchNorms were rewritten. Raises RuntimeError for a model in training mode: its
-    BatchNorms use batch statistics."""
+    how many BatchNorms (and bias-activation layers) were rewritten. Raises RuntimeError for a model
+    in training mode: its BatchNorms use batch statistics."""
     if model.training:
         raise RuntimeError("hardact.fuse_batchnorm_activation: the model is in training mode; call model.eval() "
                            "first (a training BatchNorm normalises with batch statistics, which cannot be folded)")
-    fused = 0
+    fused = _fold_conv_layers(model)
     for parent in list(model.modules()):
         if isinstance(parent, nn.Sequential):
             names = list(parent._modules.keys())

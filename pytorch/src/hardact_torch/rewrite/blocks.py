@@ -6,6 +6,7 @@ from __future__ import annotations
 from torch import nn
 
 from ..modules import BatchNormActivation
+from .conv_layer_blocks import _fuse_conv_layer_blocks
 from .matching import _package
 from .timm_blocks import _timm_block
 from .torchvision_blocks import _torchvision_block
@@ -16,7 +17,10 @@ __all__ = ["fuse_blocks"]
 def fuse_blocks(model: nn.Module) -> int:
     """Rewrites an eval-mode model in place: every inverted-residual and depthwise-separable block of
     timm's MobileNetV3 / LCNet family (timm's InvertedResidual and DepthwiseSeparableConv) and of
-    torchvision's MobileNetV3 (its InvertedResidual) becomes one FusedInvertedResidual sharing its
+    torchvision's MobileNetV3 (its InvertedResidual), and the MBConv / DSConv / FusedMBConv blocks of
+    timm's EfficientViT-B, CPUBone and LowFormer with their ResidualBlock's identity shortcut
+    (conv_layer_blocks; LeViT's blocks there become a FusedLevitBlock, its MLP's BatchNorms, activation
+    and residual add in two passes), becomes one FusedInvertedResidual sharing its
     convolutions: the BatchNorms folded with their activations, the depthwise convolution, its
     BatchNorm and the squeeze's mean in one kernel, the excitation as matrix products, the residual add
     in the projection's BatchNorm pass. Returns how many blocks it replaced.
@@ -35,7 +39,7 @@ def fuse_blocks(model: nn.Module) -> int:
     if model.training:
         raise RuntimeError("hardact.fuse_blocks: the model is in training mode; call model.eval() first (the "
                            "BatchNorms are folded and DropPath is dropped, as only inference allows)")
-    fused = 0
+    fused = _fuse_conv_layer_blocks(model)
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             # BatchNormActivation does the same in either mode (fuse_batchnorm_activation's are
