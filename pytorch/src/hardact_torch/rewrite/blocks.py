@@ -16,7 +16,7 @@ __all__ = ["fuse_blocks"]
 def fuse_blocks(model: nn.Module) -> int:
     """Rewrites an eval-mode model in place: every inverted-residual and depthwise-separable block of
     timm's MobileNetV3 / LCNet family (timm's InvertedResidual and DepthwiseSeparableConv) and of
-    torchvision's MobileNetV3 (its InvertedResidual) becomes one FusedInvertedResidual sharing its
+    torchvision's MobileNetV3 and MobileNetV2 (their InvertedResidual) becomes one FusedInvertedResidual sharing its
     convolutions: the BatchNorms folded with their activations, the depthwise convolution, its
     BatchNorm and the squeeze's mean in one kernel, the excitation as matrix products, the residual add
     in the projection's BatchNorm pass. Returns how many blocks it replaced.

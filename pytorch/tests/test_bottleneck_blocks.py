@@ -1,0 +1,218 @@
+"""Tests of the bottleneck-block rewrites: torchvision's MobileNetV2 InvertedResidual fused whole
+(FusedInvertedResidual).
+
+    pytest pytorch/tests/test_bottleneck_blocks.py              # the tests marked cuda skip without a GPU
+    pytest pytorch/tests/test_bottleneck_blocks.py -k structure # the structural tests only
+
+Without a GPU: the real networks (random weights, built on the meta device) have every known block
+fused, in either order with the other rewrites, and a second pass finds nothing; a block holding
+something the matcher cannot prove equivalent (an extra child, an activation hardact does not fuse,
+a BatchNorm without statistics, a custom convolution) is left alone while the others fuse; on the
+CPU in float64, with the fused ops' compile switches patched so that every op takes its
+torch.nn.functional form, the rewritten network gives the original's outputs (allclose).
+With a GPU: the rewritten network against a float64 run of the original, float32 and bfloat16,
+channels-last, batch 1 and 3, an odd input size (225x231), BatchNorm statistics away from their
+defaults: its largest error at most 4x the original's own (plus one unit of the dtype's epsilon of
+the largest output); the same with gradients wanted (the differentiable forms), and the input's
+gradient against the original's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from unittest import mock
+
+import pytest
+import torch
+from torch import nn
+
+import hardact_torch as ha
+import hardact_torch.functional as functional
+import hardact_torch.rewrite.fused_block as fused_block
+
+SEED = 53
+
+# (library, model, the block class fuse_blocks replaces, how many the model holds).
+BLOCK_MODELS = [("torchvision", "mobilenet_v2", "InvertedResidual", 17)]
+
+
+def randomise_batchnorms(model: nn.Module, seed: int = 7) -> None:
+    """BatchNorm statistics and affine parameters away from their defaults, so the folds are not trivial."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
+                n = m.num_features
+                m.running_mean.copy_(torch.randn(n, generator=generator) * 0.5)
+                m.running_var.copy_(torch.rand(n, generator=generator) * 1.5 + 0.5)
+                if m.weight is not None:
+                    m.weight.copy_(torch.rand(n, generator=generator) + 0.5)
+                    m.bias.copy_(torch.randn(n, generator=generator) * 0.3)
+
+
+def build(library: str, name: str, device: str = "cpu") -> nn.Module:
+    """A real network with random weights in eval mode; on the meta device without BatchNorm
+    randomisation (structure only). Skips the test when its library is missing."""
+    torch.manual_seed(0)
+    with torch.device(device):
+        if library == "timm":
+            timm = pytest.importorskip("timm")
+            model = timm.create_model(name, pretrained=False)
+        else:
+            models = pytest.importorskip("torchvision.models")
+            model = getattr(models, name)(weights=None)
+    if device != "meta":
+        randomise_batchnorms(model)
+    return model.eval()
+
+
+def count(model: nn.Module, class_name: str) -> int:
+    return sum(1 for m in model.modules() if type(m).__name__ == class_name)
+
+
+@contextlib.contextmanager
+def functional_forms():
+    """Every fused op takes its torch.nn.functional form (what it does under torch.compile), so that
+    the rewrites run on the CPU."""
+    with mock.patch.object(functional, "_is_compiling", lambda: True), \
+            mock.patch.object(fused_block, "_is_compiling", lambda: True):
+        yield
+
+
+def relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
+    return ((got.double() - expected.double()).abs().max() / expected.double().abs().max()).item()
+
+
+# ---- no GPU --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("library, name, block, blocks", BLOCK_MODELS)
+def test_block_structure(checks, library, name, block, blocks) -> None:
+    """Every block is fused, in either order with the other rewrites (meta device); afterwards no
+    BatchNorm is left inside a fused block and a second fuse_blocks finds nothing."""
+    base = build(library, name, "meta")
+    checks.record("" if count(base, block) == blocks else f"{count(base, block)} blocks",
+                  f"{name} holds {blocks} {block}")
+    for order in ("blocks first", "blocks last"):
+        model = copy.deepcopy(base)
+        if order == "blocks first":
+            fused = ha.fuse_blocks(model)
+            ha.fuse_batchnorm_activation(model)
+        else:
+            ha.fuse_batchnorm_activation(model)
+            fused = ha.fuse_blocks(model)
+        checks.record("" if fused == blocks and count(model, block) == 0 else
+                      f"fused {fused}, {count(model, block)} left", f"{name} {order}: every {block} fused")
+        inside = [type(m).__name__ for b in model.modules() if isinstance(b, ha.FusedInvertedResidual)
+                  for m in b.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+        checks.record("" if not inside else f"found {inside[:3]}", f"{name} {order}: no BatchNorm in a fused block")
+        checks.record("" if ha.fuse_blocks(model) == 0 else "rewrote again", f"{name} {order}: fuse_blocks twice")
+    counts = ha.optimize_for_inference(copy.deepcopy(base))
+    checks.record("" if counts["blocks"] == blocks else f"counts {counts}", f"{name}: optimize_for_inference")
+
+
+class Custom(nn.Module):
+    """A module no matcher knows (its forward could be anything)."""
+
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x)
+
+
+def untracked(bn: nn.Module) -> None:
+    bn.track_running_stats = False
+    bn.running_mean = bn.running_var = None
+
+
+def mobilenet_v2_near_misses() -> list[tuple[str, callable]]:
+    """(what, edit of one block of torchvision's mobilenet_v2) that fuse_blocks must leave alone."""
+    def first(model):
+        return next(m for m in model.modules() if type(m).__name__ == "InvertedResidual" and len(m.conv) == 4)
+
+    return [
+        ("an extra child module", lambda model: setattr(first(model), "extra", nn.Identity())),
+        ("an extra layer", lambda model: first(model).conv.append(nn.Identity())),
+        ("an activation hardact does not fuse", lambda model: first(model).conv[1].__setitem__(2, nn.SiLU())),
+        ("a BatchNorm without running statistics", lambda model: untracked(first(model).conv[3])),
+        ("a custom projection", lambda model: first(model).conv.__setitem__(2, Custom(first(model).conv[2]))),
+        ("a submodule in training mode", lambda model: first(model).conv[0].train()),
+    ]
+
+
+@pytest.mark.parametrize("library, name, block, blocks, near_misses",
+                         [("torchvision", "mobilenet_v2", "InvertedResidual", 17, mobilenet_v2_near_misses)])
+def test_near_misses_left_alone(checks, library, name, block, blocks, near_misses) -> None:
+    """A block holding something the matcher cannot prove equivalent stays as it is; the others fuse."""
+    base = build(library, name, "meta")
+    for what, edit in near_misses():
+        model = copy.deepcopy(base)
+        edit(model)
+        fused = ha.fuse_blocks(model)
+        checks.record("" if fused == blocks - 1 and count(model, block) == 1 else
+                      f"fused {fused} of {blocks}, {count(model, block)} left", f"{name} with {what}: left alone")
+
+
+@pytest.mark.parametrize("library, name", [(library, name) for library, name, *_ in BLOCK_MODELS])
+def test_same_function_on_cpu(checks, library, name) -> None:
+    """The rewritten network (optimize_for_inference) against the original in float64 on the CPU,
+    every fused op in its functional form, NCHW and channels-last, an odd input size."""
+    base = build(library, name).double()
+    rewritten = copy.deepcopy(base)
+    ha.optimize_for_inference(rewritten)
+    x = torch.randn(2, 3, 97, 101, dtype=torch.float64, generator=torch.Generator().manual_seed(SEED))
+    for memory_format in (torch.contiguous_format, torch.channels_last):
+        xl = x.contiguous(memory_format=memory_format)
+        with torch.no_grad(), functional_forms():
+            expected = copy.deepcopy(base).to(memory_format=memory_format)(xl)
+            got = copy.deepcopy(rewritten).to(memory_format=memory_format)(xl)
+        error = relative_error(got, expected)
+        checks.record("" if error <= 1e-12 else f"relative difference {error:.3g}",
+                      f"{name} rewritten, float64 {memory_format}: the original's outputs")
+
+
+# ---- GPU -----------------------------------------------------------------------------------------
+
+def gpu_comparison(checks, library: str, name: str, batch: int, grad: bool) -> None:
+    """The rewritten network's error against a float64 run of the original, at most 4x the original's
+    own (float32 and bfloat16, channels-last, 225x231); with grad, the input's gradient likewise."""
+    base = build(library, name).cuda()
+    rewritten = copy.deepcopy(base)
+    counts = ha.optimize_for_inference(rewritten)
+    x = torch.randn(batch, 3, 225, 231, device="cuda", generator=torch.Generator("cuda").manual_seed(SEED))
+    x = x.contiguous(memory_format=torch.channels_last)
+
+    def run(model, dtype):
+        model = copy.deepcopy(model).to(dtype=dtype, memory_format=torch.channels_last)
+        leaf = x.to(dtype).requires_grad_(grad)
+        with torch.set_grad_enabled(grad):
+            out = model(leaf)
+            if not grad:
+                return out.double(), None
+            weight = torch.linspace(-1, 1, out.numel(), device="cuda", dtype=dtype).view_as(out)
+            (gradient,) = torch.autograd.grad((out * weight).sum(), [leaf])
+            return out.double(), gradient.double()
+
+    reference = run(base, torch.float64)
+    for dtype in (torch.float32, torch.bfloat16):
+        theirs, ours = run(base, dtype), run(rewritten, dtype)
+        for what, index in (("output", 0), ("input gradient", 1)):
+            if ours[index] is None:
+                continue
+            floor = torch.finfo(dtype).eps * reference[index].abs().max().item()
+            error = (ours[index] - reference[index]).abs().max().item()
+            own = (theirs[index] - reference[index]).abs().max().item()
+            print(f"  {name} {dtype} batch {batch} grad={grad} {what}: rewrite error {error:.3g}, "
+                  f"original {own:.3g} ({counts})")
+            checks.record("" if error <= 4 * own + floor else f"error {error:.3g}, the original's {own:.3g}",
+                          f"{name} {dtype} batch {batch} grad={grad}: {what} within 4x the original's error")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("library, name", [(library, name) for library, name, *_ in BLOCK_MODELS])
+@pytest.mark.parametrize("batch", (1, 3))
+@pytest.mark.parametrize("grad", (False, True), ids=("no-grad", "grad"))
+def test_rewrite_on_gpu(checks, library, name, batch, grad) -> None:
+    gpu_comparison(checks, library, name, batch, grad)
