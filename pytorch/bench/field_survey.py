@@ -76,7 +76,8 @@ from torch import nn
 import torch.nn.functional as F
 
 import hardact_torch
-from hardact_torch.modules import BatchNormActivation, HardSigmoidSqueezeExcitation
+from hardact_torch.modules import (BatchNormActivation, HardSigmoidEffectiveSqueezeExcitation,
+                                   HardSigmoidSqueezeExcitation)
 from hardact_torch.rewrite.fused_block import FusedInvertedResidual
 from hardact_torch.rewrite.matching import _children, _folded_norm, _package, _squeeze_layers
 from hardact_torch.rewrite.timm_blocks import _inactive_in_eval, _timm_block
@@ -343,7 +344,7 @@ def survey_model(model: nn.Module) -> dict:
             inside_fused_block.update(f"{path}.{name}" for name, _ in module.named_modules() if name)
             if module.se_reduce is not None:
                 fused["block"] += 1
-        elif type(module) is HardSigmoidSqueezeExcitation:
+        elif type(module) in (HardSigmoidSqueezeExcitation, HardSigmoidEffectiveSqueezeExcitation):
             fused["squeeze_excitation"] += 1
         if type(module) is BatchNormActivation and module.activation in _FUSED_HARD:
             fused["block" if path in inside_fused_block else "batchnorm"] += 1

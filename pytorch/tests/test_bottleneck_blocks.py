@@ -1,5 +1,6 @@
 """Tests of the bottleneck-block rewrites: torchvision's MobileNetV2 InvertedResidual fused whole
-(FusedInvertedResidual).
+(FusedInvertedResidual); timm's EffectiveSEModule gated by a hard sigmoid (VoVNet's eSE, RDNet,
+CSPNeXt) as HardSigmoidEffectiveSqueezeExcitation.
 
     pytest pytorch/tests/test_bottleneck_blocks.py              # the tests marked cuda skip without a GPU
     pytest pytorch/tests/test_bottleneck_blocks.py -k structure # the structural tests only
@@ -35,6 +36,11 @@ SEED = 53
 
 # (library, model, the block class fuse_blocks replaces, how many the model holds).
 BLOCK_MODELS = [("torchvision", "mobilenet_v2", "InvertedResidual", 17)]
+# (model, how many hard-sigmoid gated EffectiveSEModule it holds): the smallest of each family.
+EFFECTIVE_SE_MODELS = [("ese_vovnet19b_dw", 4), ("rdnet_tiny", 15), ("cspnext_tiny", 4)]
+# Every network whose rewritten outputs are compared with the original's.
+ALL_MODELS = [(library, name) for library, name, *_ in BLOCK_MODELS] + \
+    [("timm", name) for name, _ in EFFECTIVE_SE_MODELS]
 
 
 def randomise_batchnorms(model: nn.Module, seed: int = 7) -> None:
@@ -155,7 +161,70 @@ def test_near_misses_left_alone(checks, library, name, block, blocks, near_misse
                       f"fused {fused} of {blocks}, {count(model, block)} left", f"{name} with {what}: left alone")
 
 
-@pytest.mark.parametrize("library, name", [(library, name) for library, name, *_ in BLOCK_MODELS])
+@pytest.mark.parametrize("name, gates", EFFECTIVE_SE_MODELS)
+def test_effective_se_structure(checks, name, gates) -> None:
+    """Every hard-sigmoid gated EffectiveSEModule becomes a HardSigmoidEffectiveSqueezeExcitation
+    sharing its convolution (meta device); a second pass finds nothing."""
+    model = build("timm", name, "meta")
+    convolutions = [m.fc for m in model.modules() if type(m).__name__ == "EffectiveSEModule"]
+    checks.record("" if len(convolutions) == gates else f"{len(convolutions)} modules", f"{name} holds {gates}")
+    counts = ha.optimize_for_inference(model)
+    fused = [m for m in model.modules() if type(m) is ha.HardSigmoidEffectiveSqueezeExcitation]
+    checks.record("" if counts["squeeze_excitations"] == gates == len(fused) and count(model, "EffectiveSEModule") == 0
+                  else f"counts {counts}, {len(fused)} fused", f"{name}: every gate fused")
+    checks.record("" if all(a.fc is b for a, b in zip(fused, convolutions)) else "new convolutions",
+                  f"{name}: the fused gates share the convolutions")
+    checks.record("" if ha.fuse_squeeze_excitation(model) == 0 else "rewrote again", f"{name}: a second pass")
+
+
+def effective_se_near_misses() -> list[tuple[str, callable]]:
+    """(what, module): EffectiveSEModules that fuse_squeeze_excitation must leave alone."""
+    layers = pytest.importorskip("timm.layers")
+    from timm.layers.activations import HardSigmoid as TimmHardSigmoid
+
+    def edited(edit):
+        module = layers.EffectiveSEModule(8)
+        edit(module)
+        return module
+
+    return [
+        ("add_maxpool", layers.EffectiveSEModule(8, add_maxpool=True)),
+        ("a sigmoid gate", layers.EffectiveSEModule(8, gate_layer="sigmoid")),
+        ("timm's own HardSigmoid (relu6(x + 3) / 6)", layers.EffectiveSEModule(8, gate_layer=TimmHardSigmoid)),
+        ("an extra child", edited(lambda m: setattr(m, "extra", nn.Identity()))),
+        ("a 3x3 convolution", edited(lambda m: setattr(m, "fc", nn.Conv2d(8, 8, 3, padding=1)))),
+        ("a custom convolution", edited(lambda m: setattr(m, "fc", Custom(m.fc)))),
+    ]
+
+
+def test_effective_se_near_misses(checks) -> None:
+    for what, module in effective_se_near_misses():
+        model = nn.Sequential(module)
+        checks.record("" if ha.fuse_squeeze_excitation(model) == 0 and model[0] is module else "rewritten",
+                      f"EffectiveSEModule with {what}: left alone")
+
+
+def test_effective_se_module_on_cpu(checks) -> None:
+    """The fused gate against timm's module, float64 and float32, with and without a gradient (the
+    matrix product and the convolution), an odd size."""
+    layers = pytest.importorskip("timm.layers")
+    torch.manual_seed(SEED)
+    original = layers.EffectiveSEModule(12).eval()
+    fused = ha.HardSigmoidEffectiveSqueezeExcitation(original.fc)
+    for dtype in (torch.float64, torch.float32):
+        x = torch.randn(3, 12, 7, 9, dtype=dtype) * 3
+        for grad in (False, True):
+            with torch.set_grad_enabled(grad), functional_forms():
+                expected, got = original.to(dtype)(x), fused.to(dtype)(x)
+            tolerance = 1e-14 if dtype == torch.float64 else 1e-6
+            error = relative_error(got, expected)
+            checks.record("" if error <= tolerance else f"relative difference {error:.3g}",
+                          f"EffectiveSEModule fused, {dtype}, grad={grad}")
+            if grad:
+                checks.record("" if got.requires_grad else "no graph", f"{dtype}: differentiable")
+
+
+@pytest.mark.parametrize("library, name", ALL_MODELS)
 def test_same_function_on_cpu(checks, library, name) -> None:
     """The rewritten network (optimize_for_inference) against the original in float64 on the CPU,
     every fused op in its functional form, NCHW and channels-last, an odd input size."""
@@ -211,7 +280,7 @@ def gpu_comparison(checks, library: str, name: str, batch: int, grad: bool) -> N
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("library, name", [(library, name) for library, name, *_ in BLOCK_MODELS])
+@pytest.mark.parametrize("library, name", ALL_MODELS)
 @pytest.mark.parametrize("batch", (1, 3))
 @pytest.mark.parametrize("grad", (False, True), ids=("no-grad", "grad"))
 def test_rewrite_on_gpu(checks, library, name, batch, grad) -> None:

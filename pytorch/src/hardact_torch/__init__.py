@@ -24,8 +24,8 @@ from ._registrations import (DTENSOR_SHARDING_REGISTERED, FUSED_ACTIVATIONS, SUP
 from .functional import (bias_activation, hardsigmoid, hardsigmoid_, hardsigmoid_gate, hardswish, hardswish_,
                          hardtanh, hardtanh_, relu6, relu6_, residual_activation, scale_shift_activation,
                          scale_shift_activation_mean, scale_shift_residual_activation)
-from .modules import (BatchNormActivation, HardSigmoid, HardSigmoidSqueezeExcitation, HardSwish, HardTanh,
-                      ReLU6)
+from .modules import (BatchNormActivation, HardSigmoid, HardSigmoidEffectiveSqueezeExcitation,
+                      HardSigmoidSqueezeExcitation, HardSwish, HardTanh, ReLU6)
 from .rewrite import (FusedInvertedResidual, fuse_batchnorm_activation, fuse_blocks, fuse_squeeze_excitation,
                       optimize_for_inference, replace_activations)
 
@@ -36,6 +36,7 @@ __all__ = [
     "FUSED_ACTIVATIONS", "scale_shift_activation", "bias_activation", "residual_activation", "hardsigmoid_gate",
     "scale_shift_residual_activation", "scale_shift_activation_mean",
     "BatchNormActivation", "fuse_batchnorm_activation", "HardSigmoidSqueezeExcitation", "fuse_squeeze_excitation",
+    "HardSigmoidEffectiveSqueezeExcitation",
     "FusedInvertedResidual", "fuse_blocks", "optimize_for_inference",
     "CudaGraphInference", "cuda_graph_inference", "CudaGraphCache", "cuda_graph_cache",
 ]
