@@ -1,7 +1,7 @@
 """Tests of the bottleneck-block rewrites: torchvision's MobileNetV2 InvertedResidual fused whole
 (FusedInvertedResidual); timm's EffectiveSEModule gated by a hard sigmoid (VoVNet's eSE, RDNet,
 CSPNeXt) as HardSigmoidEffectiveSqueezeExcitation; timm's ReXNet LinearBottleneck as
-FusedLinearBottleneck.
+FusedLinearBottleneck; timm's StarNet Block as FusedStarBlock.
 
     pytest pytorch/tests/test_bottleneck_blocks.py              # the tests marked cuda skip without a GPU
     pytest pytorch/tests/test_bottleneck_blocks.py -k structure # the structural tests only
@@ -39,8 +39,9 @@ import hardact_torch.rewrite.fused_block as fused_block
 SEED = 53
 
 # (library, model, the block class fuse_blocks replaces, how many the model holds).
-BLOCK_MODELS = [("torchvision", "mobilenet_v2", "InvertedResidual", 17), ("timm", "rexnet_100", "LinearBottleneck", 16)]
-FUSED_BLOCKS = (ha.FusedInvertedResidual, ha.FusedLinearBottleneck)
+BLOCK_MODELS = [("torchvision", "mobilenet_v2", "InvertedResidual", 17), ("timm", "rexnet_100", "LinearBottleneck", 16),
+                ("timm", "starnet_s1", "Block", 15)]
+FUSED_BLOCKS = (ha.FusedInvertedResidual, ha.FusedLinearBottleneck, ha.FusedStarBlock)
 # (model, how many hard-sigmoid gated EffectiveSEModule it holds): the smallest of each family.
 EFFECTIVE_SE_MODELS = [("ese_vovnet19b_dw", 4), ("rdnet_tiny", 15), ("cspnext_tiny", 4)]
 # Every network whose rewritten outputs are compared with the original's.
@@ -176,9 +177,29 @@ def rexnet_near_misses() -> list[tuple[str, callable]]:
     ]
 
 
+def starnet_near_misses() -> list[tuple[str, callable]]:
+    """(what, edit of one block of timm's starnet_s1) that fuse_blocks must leave alone."""
+    def first(model):
+        return next(m for m in model.modules() if type(m).__name__ == "Block")
+
+    return [
+        ("an extra child module", lambda model: setattr(first(model), "extra", nn.Identity())),
+        ("an activation hardact does not fuse", lambda model: setattr(first(model), "act", nn.GELU())),
+        ("a BatchNorm after f1", lambda model: first(model).f1.add_module("bn", nn.BatchNorm2d(
+            first(model).f1.conv.out_channels))),
+        ("a depthwise convolution without its BatchNorm", lambda model: delattr(first(model).dwconv, "bn")),
+        ("a BatchNorm without running statistics", lambda model: untracked(first(model).g.bn)),
+        ("a custom convolution", lambda model: setattr(first(model).dwconv2, "conv",
+                                                        Custom(first(model).dwconv2.conv))),
+        ("a drop path that is a custom module", lambda model: setattr(first(model), "drop_path",
+                                                                       Custom(nn.Identity()))),
+    ]
+
+
 @pytest.mark.parametrize("library, name, block, blocks, near_misses",
                          [("torchvision", "mobilenet_v2", "InvertedResidual", 17, mobilenet_v2_near_misses),
-                          ("timm", "rexnet_100", "LinearBottleneck", 16, rexnet_near_misses)])
+                          ("timm", "rexnet_100", "LinearBottleneck", 16, rexnet_near_misses),
+                          ("timm", "starnet_s1", "Block", 15, starnet_near_misses)])
 def test_near_misses_left_alone(checks, library, name, block, blocks, near_misses) -> None:
     """A block holding something the matcher cannot prove equivalent stays as it is; the others fuse."""
     base = build(library, name, "meta")

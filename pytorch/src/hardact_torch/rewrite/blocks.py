@@ -1,5 +1,5 @@
 """fuse_blocks: walks a model and asks each library's matcher (timm_blocks, torchvision_blocks,
-bottleneck_blocks) for a fused module (FusedInvertedResidual, FusedLinearBottleneck) in place of each
+bottleneck_blocks) for a fused module (FusedInvertedResidual, FusedLinearBottleneck, FusedStarBlock) in place of each
 block it recognises."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def fuse_blocks(model: nn.Module) -> int:
     convolutions: the BatchNorms folded with their activations, the depthwise convolution, its
     BatchNorm and the squeeze's mean in one kernel, the excitation as matrix products, the residual add
     in the projection's BatchNorm pass. timm's ReXNet LinearBottleneck becomes a FusedLinearBottleneck
-    (bottleneck_blocks). Returns how many blocks it replaced.
+    and timm's StarNet Block a FusedStarBlock (bottleneck_blocks). Returns how many blocks it replaced.
 
     A block is recognised by its class (name and package, whose forward is known) and the exact
     types of its layers; one that holds anything else is left alone: another child module, a
@@ -43,10 +43,10 @@ def fuse_blocks(model: nn.Module) -> int:
         for name, child in list(parent.named_children()):
             # BatchNormActivation does the same in either mode (fuse_batchnorm_activation's are
             # left in training mode): a block it already rewrote is fused too.
-            if type(child).__name__ not in ("InvertedResidual", "DepthwiseSeparableConv", "LinearBottleneck") \
+            if type(child).__name__ not in ("InvertedResidual", "DepthwiseSeparableConv", "LinearBottleneck", "Block") \
                     or any(m.training for m in child.modules() if type(m) is not BatchNormActivation):
                 continue
-            if type(child).__name__ == "LinearBottleneck":
+            if type(child).__name__ in ("LinearBottleneck", "Block"):
                 block = _bottleneck_block(child)
             else:
                 block = _timm_block(child) if _package(child) == "timm" else _torchvision_block(child)
