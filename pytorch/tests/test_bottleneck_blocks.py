@@ -18,7 +18,8 @@ With a GPU: the rewritten network against a float64 run of the original, float32
 channels-last, batch 1 and 3, an odd input size (225x231), BatchNorm statistics away from their
 defaults: its largest error at most 4x the original's own (plus one unit of the dtype's epsilon of
 the largest output); the same with gradients wanted (the differentiable forms), and the input's
-gradient against the original's.
+gradient against the original's; a CUDA graph of each rewritten network replays its eager results.
+The GPU tests print each error next to the original's.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from torch import nn
 import hardact_torch as ha
 import hardact_torch.functional as functional
 import hardact_torch.rewrite.fused_block as fused_block
+from checklib import mismatch_report
 
 SEED = 53
 
@@ -306,7 +308,7 @@ def gpu_comparison(checks, library: str, name: str, batch: int, grad: bool) -> N
 
     def run(model, dtype):
         model = copy.deepcopy(model).to(dtype=dtype, memory_format=torch.channels_last)
-        leaf = x.to(dtype).requires_grad_(grad)
+        leaf = x.to(dtype, copy=True).requires_grad_(grad)
         with torch.set_grad_enabled(grad):
             out = model(leaf)
             if not grad:
@@ -336,3 +338,18 @@ def gpu_comparison(checks, library: str, name: str, batch: int, grad: bool) -> N
 @pytest.mark.parametrize("grad", (False, True), ids=("no-grad", "grad"))
 def test_rewrite_on_gpu(checks, library, name, batch, grad) -> None:
     gpu_comparison(checks, library, name, batch, grad)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("library, name", ALL_MODELS)
+def test_cuda_graph_replays_rewrite(checks, library, name) -> None:
+    """A CUDA graph of the rewritten network (bfloat16, channels-last) replays its eager results bit for bit."""
+    model = build(library, name).cuda()
+    ha.optimize_for_inference(model)
+    model = model.to(dtype=torch.bfloat16, memory_format=torch.channels_last)
+    x = torch.randn(3, 3, 225, 231, device="cuda", generator=torch.Generator("cuda").manual_seed(SEED))
+    x = x.to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        eager = model(x)
+        forward = ha.cuda_graph_inference(model, x)
+        checks.record(mismatch_report(forward(x), eager, x), f"{name} rewritten: a CUDA graph replays eager")
