@@ -131,10 +131,10 @@ class FusedLinearBottleneck(nn.Module):
         channels = self.shortcut_channels
         if channels is None:
             return norm(y)
-        if channels == y.shape[1]:
+        if channels == y.shape[1] and y.dtype == shortcut.dtype:
             return scale_shift_residual_activation(y, norm.scale, norm.shift, shortcut)
         y = norm(y)
-        if not fused:
+        if not fused or y.dtype != shortcut.dtype:  # the block's add would promote (autocast)
             return torch.cat([y[:, :channels] + shortcut, y[:, channels:]], dim=1)
         y[:, :channels] += shortcut
         return y
@@ -147,8 +147,8 @@ class FusedLinearBottleneck(nn.Module):
 
 class FusedStarBlock(nn.Module):
     """An inference StarNet block (timm's starnet.Block) with each convolution's bias added in the pass
-    that follows it, where PyTorch adds it in a pass of its own (cuDNN's convolutions take no bias:
-    ATen adds it after, TUNING.md#package-fused-ops):
+    that follows it, where PyTorch adds it in a pass of its own (ATen runs cuDNN's convolution without
+    bias, then adds it with add_):
 
         y = norm1(conv1(x))          the depthwise 7x7 convolution without its bias, which joins the
                                      BatchNorm's shift: norm1 = (z + b) * scale + shift, folded
@@ -196,7 +196,7 @@ class FusedStarBlock(nn.Module):
                                    self.shift_g)
         bias = self.conv2.bias
         z = self.conv2._conv_forward(z, self.conv2.weight, None)
-        if z.shape != x.shape:  # the block's add would broadcast
+        if z.shape != x.shape or z.dtype != x.dtype:  # the block's add would broadcast or promote (autocast)
             return x + (z if bias is None else z + bias.view(-1, 1, 1))
         if bias is None:
             return residual_activation(z, x)
