@@ -35,8 +35,10 @@ Detection of hard activations, before the rewrite (hard_layers):
 After optimize_for_inference, every hard layer is found in one of these places (module counts balance
 unless a module is shared between several places):
   - fused: a BatchNormActivation with a hard activation (folded with its BatchNorm: "batchnorm"; in
-    a FusedInvertedResidual: "block"), a HardSigmoidSqueezeExcitation's gate ("squeeze_excitation")
-    or a FusedInvertedResidual's gate ("block");
+    a fused block, FusedInvertedResidual, FusedLinearBottleneck or FusedStarBlock: "block"), a
+    HardSigmoidSqueezeExcitation's or HardSigmoidEffectiveSqueezeExcitation's gate
+    ("squeeze_excitation"), a FusedInvertedResidual's gate or the activation a FusedLinearBottleneck
+    with squeeze-excitation or a FusedStarBlock applies in a fused pass ("block");
   - left: a hard-activation module still standing alone (hardact's after replace_activations, or
     one it does not swap) or a function call, with the reason, derived from where it is:
       * the hidden activation of a fused squeeze-excitation (on the pooled (N, C), a pass of its own);
@@ -51,8 +53,8 @@ unless a module is shared between several places):
     "Its block" is the innermost enclosing module that sits directly in an nn.Sequential, nn.ModuleList,
     nn.ModuleDict or the model itself (a block of a stage), or the matcher-known block around it;
     "after" is the previous module in its parent's registration order, which timm and torchvision
-    keep in forward order. blocks: per block class holding a hard layer, [fused as a
-    FusedInvertedResidual, present].
+    keep in forward order. blocks: per block class holding a hard layer, [fused as one of the fused
+    blocks, present].
 Only module structure is inspected (no forward runs, no torch.fx): a hard activation computed by
 inline arithmetic (x * (x + 3).clamp(0, 6) / 6) is not found.
 """
@@ -76,7 +78,9 @@ from torch import nn
 import torch.nn.functional as F
 
 import hardact_torch
-from hardact_torch.modules import BatchNormActivation, HardSigmoidSqueezeExcitation
+from hardact_torch.modules import (BatchNormActivation, HardSigmoidEffectiveSqueezeExcitation,
+                                   HardSigmoidSqueezeExcitation)
+from hardact_torch.rewrite.bottleneck_blocks import FusedLinearBottleneck, FusedStarBlock
 from hardact_torch.rewrite.fused_block import FusedInvertedResidual
 from hardact_torch.rewrite.matching import _children, _folded_norm, _package, _squeeze_layers
 from hardact_torch.rewrite.timm_blocks import _inactive_in_eval, _timm_block
@@ -86,6 +90,7 @@ _CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
 _MATCHER_BLOCKS = ("InvertedResidual", "DepthwiseSeparableConv")  # the class names fuse_blocks asks about
 _GATE_ATTRIBUTES = ("gate", "gate_fn", "scale_activation")
 _FUSED_HARD = ("hardswish", "hardsigmoid", "relu6", "hardtanh")  # BatchNormActivation.activation values
+_FUSED_BLOCKS = (FusedInvertedResidual, FusedLinearBottleneck, FusedStarBlock)  # what fuse_blocks makes
 
 
 def _hard_module_classes() -> list[tuple[type, str]]:
@@ -339,11 +344,12 @@ def survey_model(model: nn.Module) -> dict:
     left = collections.Counter(function_reasons)
     inside_fused_block = set()
     for path, module in model.named_modules():
-        if type(module) is FusedInvertedResidual:
+        if type(module) in _FUSED_BLOCKS:
             inside_fused_block.update(f"{path}.{name}" for name, _ in module.named_modules() if name)
-            if module.se_reduce is not None:
+            # A gate, or an activation kept as a name that a fused pass applies (no module left).
+            if getattr(module, "se_reduce", None) is not None or type(module) is FusedStarBlock:
                 fused["block"] += 1
-        elif type(module) is HardSigmoidSqueezeExcitation:
+        elif type(module) in (HardSigmoidSqueezeExcitation, HardSigmoidEffectiveSqueezeExcitation):
             fused["squeeze_excitation"] += 1
         if type(module) is BatchNormActivation and module.activation in _FUSED_HARD:
             fused["block" if path in inside_fused_block else "batchnorm"] += 1
@@ -355,7 +361,7 @@ def survey_model(model: nn.Module) -> dict:
             now = model.get_submodule(path)
         except AttributeError:
             now = None
-        block_counts[label][0] += type(now) is FusedInvertedResidual
+        block_counts[label][0] += type(now) in _FUSED_BLOCKS
         block_counts[label][1] += 1
     modules_before = sum(n for kind, n in hard_layers.items() if not kind.endswith("()"))
     left_modules = sum(left.values()) - len(function_reasons)

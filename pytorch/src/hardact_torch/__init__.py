@@ -24,10 +24,10 @@ from ._registrations import (DTENSOR_SHARDING_REGISTERED, FUSED_ACTIVATIONS, SUP
 from .functional import (bias_activation, hardsigmoid, hardsigmoid_, hardsigmoid_gate, hardswish, hardswish_,
                          hardtanh, hardtanh_, relu6, relu6_, residual_activation, scale_shift_activation,
                          scale_shift_activation_mean, scale_shift_residual_activation)
-from .modules import (BatchNormActivation, HardSigmoid, HardSigmoidSqueezeExcitation, HardSwish, HardTanh,
-                      ReLU6)
-from .rewrite import (FusedInvertedResidual, fuse_batchnorm_activation, fuse_blocks, fuse_squeeze_excitation,
-                      optimize_for_inference, replace_activations)
+from .modules import (BatchNormActivation, HardSigmoid, HardSigmoidEffectiveSqueezeExcitation,
+                      HardSigmoidSqueezeExcitation, HardSwish, HardTanh, ReLU6)
+from .rewrite import (FusedInvertedResidual, FusedLinearBottleneck, FusedStarBlock, fuse_batchnorm_activation,
+                      fuse_blocks, fuse_squeeze_excitation, optimize_for_inference, replace_activations)
 
 __all__ = [
     "SUPPORTED_DTYPES", "UNARY_OPS", "DTENSOR_SHARDING_REGISTERED", "sharded_ops",
@@ -36,7 +36,8 @@ __all__ = [
     "FUSED_ACTIVATIONS", "scale_shift_activation", "bias_activation", "residual_activation", "hardsigmoid_gate",
     "scale_shift_residual_activation", "scale_shift_activation_mean",
     "BatchNormActivation", "fuse_batchnorm_activation", "HardSigmoidSqueezeExcitation", "fuse_squeeze_excitation",
-    "FusedInvertedResidual", "fuse_blocks", "optimize_for_inference",
+    "HardSigmoidEffectiveSqueezeExcitation",
+    "FusedInvertedResidual", "FusedLinearBottleneck", "FusedStarBlock", "fuse_blocks", "optimize_for_inference",
     "CudaGraphInference", "cuda_graph_inference", "CudaGraphCache", "cuda_graph_cache",
 ]
 

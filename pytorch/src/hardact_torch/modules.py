@@ -1,17 +1,22 @@
 """hardact's modules, like torch.nn's: HardSigmoid, HardTanh, HardSwish and ReLU6 (drop-ins for
 nn.Hardsigmoid, nn.Hardtanh, nn.Hardswish and nn.ReLU6), and the fused modules the rewrites make:
-BatchNormActivation (a folded inference BatchNorm and its activation) and HardSigmoidSqueezeExcitation.
+BatchNormActivation (a folded inference BatchNorm and its activation), HardSigmoidSqueezeExcitation
+and HardSigmoidEffectiveSqueezeExcitation.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
+from torch.compiler import is_compiling as _is_compiling
 
+from . import _C
 from ._registrations import FUSED_ACTIVATIONS
 from .functional import hardsigmoid, hardsigmoid_gate, hardswish, hardtanh, relu6, scale_shift_activation
 
-__all__ = ["HardSigmoid", "HardTanh", "HardSwish", "ReLU6", "BatchNormActivation", "HardSigmoidSqueezeExcitation"]
+__all__ = ["HardSigmoid", "HardTanh", "HardSwish", "ReLU6", "BatchNormActivation", "HardSigmoidSqueezeExcitation",
+           "HardSigmoidEffectiveSqueezeExcitation"]
 
 
 class HardSigmoid(nn.Module):
@@ -120,3 +125,35 @@ class HardSigmoidSqueezeExcitation(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         squeezed = x.mean((2, 3), keepdim=True) if self.pool is None else self.pool(x)
         return hardsigmoid_gate(x, self.expand(self.activation(self.reduce(squeezed))))
+
+
+class HardSigmoidEffectiveSqueezeExcitation(nn.Module):
+    """Effective squeeze-excitation gated by a hard sigmoid (timm's EffectiveSEModule, CenterMask's
+    eSE: one 1x1 convolution, no reduction), its gating in one pass:
+    hardsigmoid_gate(x, fc(x.mean((2, 3)))), where eager PyTorch runs the hard sigmoid on the gate and
+    then multiplies x by it. The 1x1 convolution on the (N, C, 1, 1) mean is used as the matrix it is
+    (fc(m) = m @ W.view(C, C).T + b): in float32 on CUDA hardact's one cuBLASLt call with the bias in
+    its epilogue, TF32 exactly when the convolution would have been (cuDNN's setting,
+    TUNING.md#package-fused-ops); F.linear otherwise. Where a gradient is wanted or under
+    torch.compile, fc itself runs. Made by fuse_squeeze_excitation; fc is the original module's.
+    Against the original the results differ by rounding only (the product sums in another order than
+    cuDNN's convolution; float16/bfloat16 round once where eager rounds the gate first)."""
+
+    def __init__(self, fc: nn.Module):
+        super().__init__()
+        self.fc = fc
+
+    def gate(self, mean: torch.Tensor) -> torch.Tensor:
+        """fc on the (N, C) mean: the gate before its hard sigmoid, shape (N, C) or (N, C, 1, 1)."""
+        fc = self.fc
+        weight, bias = fc.weight, fc.bias
+        if (torch.is_grad_enabled() and (mean.requires_grad or weight.requires_grad
+                                         or (bias is not None and bias.requires_grad))) \
+                or _is_compiling() or type(mean) is not torch.Tensor:
+            return fc(mean.reshape(mean.shape[0], mean.shape[1], 1, 1))
+        if mean.is_cuda and mean.dtype == torch.float32 and weight.dtype == torch.float32:
+            return _C._linear_activation(mean, weight.flatten(1), bias, False, torch.backends.cudnn.allow_tf32)
+        return F.linear(mean, weight.flatten(1), bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return hardsigmoid_gate(x, self.gate(x.mean((2, 3))))

@@ -1,9 +1,10 @@
 """hardact's model rewrites, in place: replace_activations, fuse_batchnorm_activation,
-fuse_squeeze_excitation, fuse_blocks (whole blocks as FusedInvertedResidual), and
-optimize_for_inference, which runs them all.
+fuse_squeeze_excitation, fuse_blocks (whole blocks as FusedInvertedResidual, FusedLinearBottleneck or
+FusedStarBlock), and optimize_for_inference, which runs them all.
 
 Imports run one way: matching (the matchers' shared vocabulary) <- activations, squeeze, fused_block
-<- timm_blocks, torchvision_blocks <- conv_layer_blocks <- batchnorm, blocks <- this module.
+<- timm_blocks, torchvision_blocks <- conv_layer_blocks, bottleneck_blocks <- batchnorm, blocks <- this
+module.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from torch import nn
 from .activations import replace_activations
 from .batchnorm import fuse_batchnorm_activation
 from .blocks import fuse_blocks
+from .bottleneck_blocks import FusedLinearBottleneck, FusedStarBlock
 from .fused_block import FusedInvertedResidual
 from .squeeze import fuse_squeeze_excitation
 
 __all__ = ["replace_activations", "fuse_batchnorm_activation", "fuse_squeeze_excitation", "FusedInvertedResidual",
-           "fuse_blocks", "optimize_for_inference"]
+           "FusedLinearBottleneck", "FusedStarBlock", "fuse_blocks", "optimize_for_inference"]
 
 
 def optimize_for_inference(model: nn.Module) -> dict[str, int]:

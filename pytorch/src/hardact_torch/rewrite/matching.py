@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from torch import nn
 
-from ..modules import BatchNormActivation, HardSigmoid, HardSigmoidSqueezeExcitation, HardSwish, HardTanh, ReLU6
+from ..modules import (BatchNormActivation, HardSigmoid, HardSigmoidEffectiveSqueezeExcitation,
+                       HardSigmoidSqueezeExcitation, HardSwish, HardTanh, ReLU6)
 
 
 def _package(module: nn.Module) -> str:
@@ -93,9 +94,12 @@ def _matrix_conv(conv: nn.Module) -> bool:
             and conv.padding in ((0, 0), "valid", "same"))
 
 
-def _hard_sigmoid_squeeze_excitation(module: nn.Module) -> HardSigmoidSqueezeExcitation | None:
+def _hard_sigmoid_squeeze_excitation(
+        module: nn.Module) -> HardSigmoidSqueezeExcitation | HardSigmoidEffectiveSqueezeExcitation | None:
     """The fused module for torchvision's SqueezeExcitation or timm's SqueezeExcite gated by a hard
-    sigmoid, or None. Recognised by class name, package and attributes, whose forward is known."""
+    sigmoid, or for timm's EffectiveSEModule gated by one (its forward, timm 0.9 to 1.0:
+    x * gate(fc(x.mean((2, 3), keepdim=True))), with a max-pooled term where add_maxpool, not fused),
+    or None. Recognised by class name, package and attributes, whose forward is known."""
     kind = type(module)
     package = kind.__module__.split(".")[0]
     if kind.__name__ == "SqueezeExcitation" and package == "torchvision" \
@@ -107,6 +111,10 @@ def _hard_sigmoid_squeeze_excitation(module: nn.Module) -> HardSigmoidSqueezeExc
             and type(getattr(module, "gate", None)) in (nn.Hardsigmoid, HardSigmoid) \
             and all(hasattr(module, name) for name in ("conv_reduce", "act1", "conv_expand")):
         return HardSigmoidSqueezeExcitation(None, module.conv_reduce, module.act1, module.conv_expand)
+    if kind.__name__ == "EffectiveSEModule" and package == "timm" and _children(module) == {"fc", "gate"} \
+            and getattr(module, "add_maxpool", None) is False \
+            and type(module.gate) in (nn.Hardsigmoid, HardSigmoid) and _matrix_conv(module.fc):
+        return HardSigmoidEffectiveSqueezeExcitation(module.fc)
     return None
 
 

@@ -14,7 +14,10 @@ def fuse_squeeze_excitation(model: nn.Module) -> int:
     SqueezeExcitation with scale_activation=nn.Hardsigmoid, as in its MobileNetV3; timm's
     SqueezeExcite with gate_layer='hard_sigmoid', as in its MobileNetV3 and LCNet) by a
     HardSigmoidSqueezeExcitation sharing its layers: the gate's hard sigmoid and the multiplication
-    become one hardsigmoid_gate pass. Any mode (it holds no statistics). Returns how many it replaced."""
+    become one hardsigmoid_gate pass. Likewise timm's EffectiveSEModule with gate_layer='hard_sigmoid'
+    and no add_maxpool (VoVNet's eSE, RDNet, CSPNeXt) by a HardSigmoidEffectiveSqueezeExcitation, its
+    1x1 convolution a matrix product on the (N, C) mean. Any mode (it holds no statistics). Returns
+    how many it replaced."""
     replaced = 0
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):

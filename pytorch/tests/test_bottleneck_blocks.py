@@ -1,0 +1,355 @@
+"""Tests of the bottleneck-block rewrites: torchvision's MobileNetV2 InvertedResidual fused whole
+(FusedInvertedResidual); timm's EffectiveSEModule gated by a hard sigmoid (VoVNet's eSE, RDNet,
+CSPNeXt) as HardSigmoidEffectiveSqueezeExcitation; timm's ReXNet LinearBottleneck as
+FusedLinearBottleneck; timm's StarNet Block as FusedStarBlock.
+
+    pytest pytorch/tests/test_bottleneck_blocks.py              # the tests marked cuda skip without a GPU
+    pytest pytorch/tests/test_bottleneck_blocks.py -k structure # the structural tests only
+
+Without a GPU: the real networks (random weights, built on the meta device) have every known block
+fused, in either order with the other rewrites, and a second pass finds nothing; a block holding
+something the matcher cannot prove equivalent (an extra child, an activation hardact does not fuse,
+a BatchNorm without statistics, a custom convolution) is left alone while the others fuse; on the
+CPU in float64, with the fused ops' compile switches patched so that every op takes its
+torch.nn.functional form, the rewritten network gives the original's outputs (allclose), without
+a gradient (the fused paths: matrix products, the gate and activation in one pass, the residual
+added in place) and with one (the differentiable forms), batch 1 and 2, NCHW and channels-last.
+With a GPU: the rewritten network against a float64 run of the original, float32 and bfloat16,
+channels-last, batch 1 and 3, an odd input size (225x231), BatchNorm statistics away from their
+defaults: its largest error at most 4x the original's own (plus one unit of the dtype's epsilon of
+the largest output); the same with gradients wanted (the differentiable forms), and the input's
+gradient against the original's; a CUDA graph of each rewritten network replays its eager results.
+The GPU tests print each error next to the original's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import itertools
+from unittest import mock
+
+import pytest
+import torch
+from torch import nn
+
+import hardact_torch as ha
+import hardact_torch.functional as functional
+import hardact_torch.rewrite.fused_block as fused_block
+from checklib import mismatch_report
+
+SEED = 53
+
+# (library, model, the block class fuse_blocks replaces, how many the model holds).
+BLOCK_MODELS = [("torchvision", "mobilenet_v2", "InvertedResidual", 17), ("timm", "rexnet_100", "LinearBottleneck", 16),
+                ("timm", "starnet_s1", "Block", 15)]
+FUSED_BLOCKS = (ha.FusedInvertedResidual, ha.FusedLinearBottleneck, ha.FusedStarBlock)
+# (model, how many hard-sigmoid gated EffectiveSEModule it holds): the smallest of each family.
+EFFECTIVE_SE_MODELS = [("ese_vovnet19b_dw", 4), ("rdnet_tiny", 15), ("cspnext_tiny", 4)]
+# Every network whose rewritten outputs are compared with the original's.
+ALL_MODELS = [(library, name) for library, name, *_ in BLOCK_MODELS] + \
+    [("timm", name) for name, _ in EFFECTIVE_SE_MODELS]
+
+
+def randomise_batchnorms(model: nn.Module, seed: int = 7) -> None:
+    """BatchNorm statistics and affine parameters away from their defaults, so the folds are not trivial."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
+                n = m.num_features
+                m.running_mean.copy_(torch.randn(n, generator=generator) * 0.5)
+                m.running_var.copy_(torch.rand(n, generator=generator) * 1.5 + 0.5)
+                if m.weight is not None:
+                    m.weight.copy_(torch.rand(n, generator=generator) + 0.5)
+                    m.bias.copy_(torch.randn(n, generator=generator) * 0.3)
+
+
+def build(library: str, name: str, device: str = "cpu") -> nn.Module:
+    """A real network with random weights in eval mode; on the meta device without BatchNorm
+    randomisation (structure only). Skips the test when its library is missing."""
+    torch.manual_seed(0)
+    with torch.device(device):
+        if library == "timm":
+            timm = pytest.importorskip("timm")
+            model = timm.create_model(name, pretrained=False)
+        else:
+            models = pytest.importorskip("torchvision.models")
+            model = getattr(models, name)(weights=None)
+    if device != "meta":
+        randomise_batchnorms(model)
+    return model.eval()
+
+
+def count(model: nn.Module, class_name: str) -> int:
+    return sum(1 for m in model.modules() if type(m).__name__ == class_name)
+
+
+@contextlib.contextmanager
+def functional_forms():
+    """Every fused op takes its torch.nn.functional form (what it does under torch.compile), so that
+    the rewrites run on the CPU; the fused blocks' own paths are still chosen as on the GPU."""
+    with mock.patch.object(functional, "_is_compiling", lambda: True), \
+            mock.patch.object(fused_block, "_is_compiling", lambda: True):
+        yield
+
+
+def relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
+    return ((got.double() - expected.double()).abs().max() / expected.double().abs().max()).item()
+
+
+# ---- no GPU --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("library, name, block, blocks", BLOCK_MODELS)
+def test_block_structure(checks, library, name, block, blocks) -> None:
+    """Every block is fused, in either order with the other rewrites (meta device); afterwards no
+    BatchNorm is left inside a fused block (but in a FusedLinearBottleneck's expansion, kept whole: its
+    SiLU is not fused) and a second fuse_blocks finds nothing."""
+    base = build(library, name, "meta")
+    checks.record("" if count(base, block) == blocks else f"{count(base, block)} blocks",
+                  f"{name} holds {blocks} {block}")
+    for order in ("blocks first", "blocks last"):
+        model = copy.deepcopy(base)
+        if order == "blocks first":
+            fused = ha.fuse_blocks(model)
+            ha.fuse_batchnorm_activation(model)
+        else:
+            ha.fuse_batchnorm_activation(model)
+            fused = ha.fuse_blocks(model)
+        checks.record("" if fused == blocks and count(model, block) == 0 else
+                      f"fused {fused}, {count(model, block)} left", f"{name} {order}: every {block} fused")
+        inside = [path for b in model.modules() if isinstance(b, FUSED_BLOCKS) for path, m in b.named_modules()
+                  if isinstance(m, nn.modules.batchnorm._BatchNorm) and not path.startswith("expansion.")]
+        checks.record("" if not inside else f"found {inside[:3]}", f"{name} {order}: no BatchNorm in a fused block")
+        checks.record("" if ha.fuse_blocks(model) == 0 else "rewrote again", f"{name} {order}: fuse_blocks twice")
+    counts = ha.optimize_for_inference(copy.deepcopy(base))
+    checks.record("" if counts["blocks"] == blocks else f"counts {counts}", f"{name}: optimize_for_inference")
+
+
+class Custom(nn.Module):
+    """A module no matcher knows (its forward could be anything)."""
+
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x)
+
+
+def untracked(bn: nn.Module) -> None:
+    bn.track_running_stats = False
+    bn.running_mean = bn.running_var = None
+
+
+def mobilenet_v2_near_misses() -> list[tuple[str, callable]]:
+    """(what, edit of one block of torchvision's mobilenet_v2) that fuse_blocks must leave alone."""
+    def first(model):
+        return next(m for m in model.modules() if type(m).__name__ == "InvertedResidual" and len(m.conv) == 4)
+
+    return [
+        ("an extra child module", lambda model: setattr(first(model), "extra", nn.Identity())),
+        ("an extra layer", lambda model: first(model).conv.append(nn.Identity())),
+        ("an activation hardact does not fuse", lambda model: first(model).conv[1].__setitem__(2, nn.SiLU())),
+        ("a BatchNorm without running statistics", lambda model: untracked(first(model).conv[3])),
+        ("a custom projection", lambda model: first(model).conv.__setitem__(2, Custom(first(model).conv[2]))),
+        ("a submodule in training mode", lambda model: first(model).conv[0].train()),
+    ]
+
+
+def rexnet_near_misses() -> list[tuple[str, callable]]:
+    """(what, edit of one block of timm's rexnet_100) that fuse_blocks must leave alone."""
+    def first(model, squeeze=True):
+        return next(m for m in model.modules() if type(m).__name__ == "LinearBottleneck"
+                    and (m.se is not None) == squeeze and m.use_shortcut)
+
+    return [
+        ("an extra child module", lambda model: setattr(first(model), "extra", nn.Identity())),
+        ("an activation hardact does not fuse", lambda model: setattr(first(model, False), "act_dw", nn.SiLU())),
+        ("a depthwise BatchNorm with its own activation", lambda model: setattr(
+            first(model, False).conv_dw.bn, "act", nn.ReLU())),
+        ("a squeeze-excitation gated by a hard sigmoid", lambda model: setattr(first(model).se, "gate",
+                                                                                 nn.Hardsigmoid())),
+        ("a squeeze-excitation with add_maxpool", lambda model: setattr(first(model).se, "add_maxpool", True)),
+        ("a custom squeeze-excitation", lambda model: setattr(first(model), "se", Custom(first(model).se))),
+        ("a drop path that is a custom module", lambda model: setattr(first(model), "drop_path",
+                                                                       Custom(nn.Identity()))),
+        ("a BatchNorm without running statistics", lambda model: untracked(first(model).conv_pwl.bn)),
+        ("anti-aliasing", lambda model: setattr(first(model).conv_dw, "aa", nn.AvgPool2d(1))),
+    ]
+
+
+def starnet_near_misses() -> list[tuple[str, callable]]:
+    """(what, edit of one block of timm's starnet_s1) that fuse_blocks must leave alone."""
+    def first(model):
+        return next(m for m in model.modules() if type(m).__name__ == "Block")
+
+    return [
+        ("an extra child module", lambda model: setattr(first(model), "extra", nn.Identity())),
+        ("an activation hardact does not fuse", lambda model: setattr(first(model), "act", nn.GELU())),
+        ("a BatchNorm after f1", lambda model: first(model).f1.add_module("bn", nn.BatchNorm2d(
+            first(model).f1.conv.out_channels))),
+        ("a depthwise convolution without its BatchNorm", lambda model: delattr(first(model).dwconv, "bn")),
+        ("a BatchNorm without running statistics", lambda model: untracked(first(model).g.bn)),
+        ("a custom convolution", lambda model: setattr(first(model).dwconv2, "conv",
+                                                        Custom(first(model).dwconv2.conv))),
+        ("a drop path that is a custom module", lambda model: setattr(first(model), "drop_path",
+                                                                       Custom(nn.Identity()))),
+    ]
+
+
+@pytest.mark.parametrize("library, name, block, blocks, near_misses",
+                         [("torchvision", "mobilenet_v2", "InvertedResidual", 17, mobilenet_v2_near_misses),
+                          ("timm", "rexnet_100", "LinearBottleneck", 16, rexnet_near_misses),
+                          ("timm", "starnet_s1", "Block", 15, starnet_near_misses)])
+def test_near_misses_left_alone(checks, library, name, block, blocks, near_misses) -> None:
+    """A block holding something the matcher cannot prove equivalent stays as it is; the others fuse."""
+    base = build(library, name, "meta")
+    for what, edit in near_misses():
+        model = copy.deepcopy(base)
+        edit(model)
+        fused = ha.fuse_blocks(model)
+        checks.record("" if fused == blocks - 1 and count(model, block) == 1 else
+                      f"fused {fused} of {blocks}, {count(model, block)} left", f"{name} with {what}: left alone")
+
+
+@pytest.mark.parametrize("name, gates", EFFECTIVE_SE_MODELS)
+def test_effective_se_structure(checks, name, gates) -> None:
+    """Every hard-sigmoid gated EffectiveSEModule becomes a HardSigmoidEffectiveSqueezeExcitation
+    sharing its convolution (meta device); a second pass finds nothing."""
+    model = build("timm", name, "meta")
+    convolutions = [m.fc for m in model.modules() if type(m).__name__ == "EffectiveSEModule"]
+    checks.record("" if len(convolutions) == gates else f"{len(convolutions)} modules", f"{name} holds {gates}")
+    counts = ha.optimize_for_inference(model)
+    fused = [m for m in model.modules() if type(m) is ha.HardSigmoidEffectiveSqueezeExcitation]
+    checks.record("" if counts["squeeze_excitations"] == gates == len(fused) and count(model, "EffectiveSEModule") == 0
+                  else f"counts {counts}, {len(fused)} fused", f"{name}: every gate fused")
+    checks.record("" if all(a.fc is b for a, b in zip(fused, convolutions)) else "new convolutions",
+                  f"{name}: the fused gates share the convolutions")
+    checks.record("" if ha.fuse_squeeze_excitation(model) == 0 else "rewrote again", f"{name}: a second pass")
+
+
+def effective_se_near_misses() -> list[tuple[str, callable]]:
+    """(what, module): EffectiveSEModules that fuse_squeeze_excitation must leave alone."""
+    layers = pytest.importorskip("timm.layers")
+    from timm.layers.activations import HardSigmoid as TimmHardSigmoid
+
+    def edited(edit):
+        module = layers.EffectiveSEModule(8)
+        edit(module)
+        return module
+
+    return [
+        ("add_maxpool", layers.EffectiveSEModule(8, add_maxpool=True)),
+        ("a sigmoid gate", layers.EffectiveSEModule(8, gate_layer="sigmoid")),
+        ("timm's own HardSigmoid (relu6(x + 3) / 6)", layers.EffectiveSEModule(8, gate_layer=TimmHardSigmoid)),
+        ("an extra child", edited(lambda m: setattr(m, "extra", nn.Identity()))),
+        ("a 3x3 convolution", edited(lambda m: setattr(m, "fc", nn.Conv2d(8, 8, 3, padding=1)))),
+        ("a custom convolution", edited(lambda m: setattr(m, "fc", Custom(m.fc)))),
+    ]
+
+
+def test_effective_se_near_misses(checks) -> None:
+    for what, module in effective_se_near_misses():
+        model = nn.Sequential(module)
+        checks.record("" if ha.fuse_squeeze_excitation(model) == 0 and model[0] is module else "rewritten",
+                      f"EffectiveSEModule with {what}: left alone")
+
+
+def test_effective_se_module_on_cpu(checks) -> None:
+    """The fused gate against timm's module, float64 and float32, with and without a gradient (the
+    matrix product and the convolution), an odd size."""
+    layers = pytest.importorskip("timm.layers")
+    torch.manual_seed(SEED)
+    original = layers.EffectiveSEModule(12).eval()
+    fused = ha.HardSigmoidEffectiveSqueezeExcitation(original.fc)
+    for dtype in (torch.float64, torch.float32):
+        x = torch.randn(3, 12, 7, 9, dtype=dtype) * 3
+        for grad in (False, True):
+            with torch.set_grad_enabled(grad), functional_forms():
+                expected, got = original.to(dtype)(x), fused.to(dtype)(x)
+            tolerance = 1e-14 if dtype == torch.float64 else 1e-6
+            error = relative_error(got, expected)
+            checks.record("" if error <= tolerance else f"relative difference {error:.3g}",
+                          f"EffectiveSEModule fused, {dtype}, grad={grad}")
+            if grad:
+                checks.record("" if got.requires_grad else "no graph", f"{dtype}: differentiable")
+
+
+@pytest.mark.parametrize("library, name", ALL_MODELS)
+def test_same_function_on_cpu(checks, library, name) -> None:
+    """The rewritten network (optimize_for_inference) against the original in float64 on the CPU,
+    every fused op in its functional form, NCHW and channels-last, an odd input size."""
+    base = build(library, name).double()
+    rewritten = copy.deepcopy(base)
+    ha.optimize_for_inference(rewritten)
+    for batch, memory_format, grad in itertools.product((1, 2), (torch.contiguous_format, torch.channels_last),
+                                                        (False, True)):
+        x = torch.randn(batch, 3, 65, 71, dtype=torch.float64, generator=torch.Generator().manual_seed(SEED))
+        xl = x.contiguous(memory_format=memory_format)
+        with torch.set_grad_enabled(grad), functional_forms():
+            expected = copy.deepcopy(base).to(memory_format=memory_format)(xl)
+            got = copy.deepcopy(rewritten).to(memory_format=memory_format)(xl)
+        error = relative_error(got.detach(), expected.detach())
+        checks.record("" if error <= 1e-12 else f"relative difference {error:.3g}",
+                      f"{name} rewritten, float64 batch {batch} {memory_format} grad={grad}: the original's outputs")
+
+
+# ---- GPU -----------------------------------------------------------------------------------------
+
+def gpu_comparison(checks, library: str, name: str, batch: int, grad: bool) -> None:
+    """The rewritten network's error against a float64 run of the original, at most 4x the original's
+    own (float32 and bfloat16, channels-last, 225x231); with grad, the input's gradient likewise."""
+    base = build(library, name).cuda()
+    rewritten = copy.deepcopy(base)
+    counts = ha.optimize_for_inference(rewritten)
+    x = torch.randn(batch, 3, 225, 231, device="cuda", generator=torch.Generator("cuda").manual_seed(SEED))
+    x = x.contiguous(memory_format=torch.channels_last)
+
+    def run(model, dtype):
+        model = copy.deepcopy(model).to(dtype=dtype, memory_format=torch.channels_last)
+        leaf = x.to(dtype, copy=True).requires_grad_(grad)
+        with torch.set_grad_enabled(grad):
+            out = model(leaf)
+            if not grad:
+                return out.double(), None
+            weight = torch.linspace(-1, 1, out.numel(), device="cuda", dtype=dtype).view_as(out)
+            (gradient,) = torch.autograd.grad((out * weight).sum(), [leaf])
+            return out.double(), gradient.double()
+
+    reference = run(base, torch.float64)
+    for dtype in (torch.float32, torch.bfloat16):
+        theirs, ours = run(base, dtype), run(rewritten, dtype)
+        for what, index in (("output", 0), ("input gradient", 1)):
+            if ours[index] is None:
+                continue
+            floor = torch.finfo(dtype).eps * reference[index].abs().max().item()
+            error = (ours[index] - reference[index]).abs().max().item()
+            own = (theirs[index] - reference[index]).abs().max().item()
+            print(f"  {name} {dtype} batch {batch} grad={grad} {what}: rewrite error {error:.3g}, "
+                  f"original {own:.3g} ({counts})")
+            checks.record("" if error <= 4 * own + floor else f"error {error:.3g}, the original's {own:.3g}",
+                          f"{name} {dtype} batch {batch} grad={grad}: {what} within 4x the original's error")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("library, name", ALL_MODELS)
+@pytest.mark.parametrize("batch", (1, 3))
+@pytest.mark.parametrize("grad", (False, True), ids=("no-grad", "grad"))
+def test_rewrite_on_gpu(checks, library, name, batch, grad) -> None:
+    gpu_comparison(checks, library, name, batch, grad)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("library, name", ALL_MODELS)
+def test_cuda_graph_replays_rewrite(checks, library, name) -> None:
+    """A CUDA graph of the rewritten network (bfloat16, channels-last) replays its eager results bit for bit."""
+    model = build(library, name).cuda()
+    ha.optimize_for_inference(model)
+    model = model.to(dtype=torch.bfloat16, memory_format=torch.channels_last)
+    x = torch.randn(3, 3, 225, 231, device="cuda", generator=torch.Generator("cuda").manual_seed(SEED))
+    x = x.to(torch.bfloat16).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        eager = model(x)
+        forward = ha.cuda_graph_inference(model, x)
+        checks.record(mismatch_report(forward(x), eager, x), f"{name} rewritten: a CUDA graph replays eager")
