@@ -59,9 +59,11 @@ class FusedInvertedResidual(nn.Module):
     default, where F.linear would follow the matmul setting, off by default). Where a gradient is
     wanted, or under torch.compile, float32 runs the convolutions themselves. For a CUDA
     torch.Tensor where no gradient is wanted, not under torch.compile, autocast or a
-    __torch_function__ mode, with the submodules it was made of and no hook on them, the forward is
-    one call into C++ (_C._fused_inverted_residual_forward): the same kernels in the same order, the
-    same bits, without the Python module calls' host time; else forward_modules, in Python.
+    __torch_function__ mode, with submodules of the plain types it knows (nn.Conv2d with zero
+    padding given as numbers, BatchNormActivation, an nn.ReLU between the excitation's products) and
+    no hook on them, the forward is one call into C++ (_C._fused_inverted_residual_forward): the same
+    kernels in the same order, the same bits, without the Python module calls' host time; else
+    forward_modules, in Python.
 
     Against the original block the results differ by rounding only: the BatchNorms are folded as
     BatchNormActivation's are, the matrix products on (N, C) sum in another order than cuDNN's 1x1
