@@ -8,18 +8,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.compiler import is_compiling as _is_compiling
+# The hooks nn.Module.__call__ runs for every module; the one-call forward calls no module, so it
+# steps aside while any is set (FusedInvertedResidual._one_call_arguments). These dicts are
+# updated in place, never rebound.
+from torch.nn.modules.module import (_global_backward_hooks, _global_backward_pre_hooks, _global_forward_hooks,
+                                     _global_forward_pre_hooks)
 
 from .. import _C
 from ..functional import (hardsigmoid_gate, residual_activation, scale_shift_activation_mean,
                           scale_shift_residual_activation)
 from ..modules import BatchNormActivation
 from .matching import _depthwise_filter, _folded_norm
-
-# The hooks nn.Module.__call__ runs for every module; the one-call forward calls no module, so it
-# steps aside while any is set (FusedInvertedResidual._one_call_arguments). These dicts are
-# updated in place, never rebound.
-from torch.nn.modules.module import (_global_backward_hooks, _global_backward_pre_hooks,  # noqa: E402
-                                     _global_forward_hooks, _global_forward_pre_hooks)
 
 __all__ = ["FusedInvertedResidual"]
 
@@ -87,7 +86,7 @@ class FusedInvertedResidual(nn.Module):
         # [key, taps, scale, shift]: depthwise_parameters' cache, shared with the one-call forward
         # (_C._fused_inverted_residual_forward), which checks the key and refills it in C++.
         self._depthwise_cache: list = [None, None, None, None]
-        # The one-call forward's plan (_one_call_plan), made again when a submodule is replaced;
+        # The one-call forward's plan (_one_call_plan_for), made again when a submodule is replaced;
         # _one_call False runs the Python forward always (the tests' way to compare the two).
         self._one_call_plan: tuple | None = None
         self._one_call = True
@@ -224,8 +223,9 @@ class FusedInvertedResidual(nn.Module):
 
     def _one_call_arguments(self) -> tuple | None:
         """The arguments after x of _C._fused_inverted_residual_forward, gathered from the modules'
-        current tensors; None where the one call does not apply (_one_call_plan_for) or a forward hook
-        is set on a submodule the Python forward calls, or globally (the one call runs no module)."""
+        current tensors; None where the one call does not apply (_one_call_plan_for), a hook is set on a
+        submodule the Python forward calls or globally (the one call runs no module), or torch.jit
+        traces."""
         modules = tuple(self._modules.values())
         plan = self._one_call_plan
         if plan is None or plan[0] != modules:  # a submodule replaced (nn.Module has identity equality)
