@@ -71,7 +71,7 @@ setup(
                 "ops/ops.cu", "ops/fused_ops.cu", "launch/fused_launch_float.cu", "launch/fused_launch_double.cu",
                 "launch/fused_launch_half.cu", "launch/fused_launch_bfloat16.cu", "testing/test_hooks.cu",
                 "ops/autograd.cpp", "ops/fused_autograd.cpp", "ops/linear_activation.cpp", "ops/depthwise_conv.cu",
-                "bindings/python_module.cpp")],
+                "ops/fused_block_forward.cpp", "bindings/python_module.cpp")],
             include_dirs=[hardact_include_dir(), str(HERE / CSRC)],
             # ops/linear_activation.cpp calls cuBLASLt, which torch itself loads (the same library at run time).
             libraries=["cublasLt"],

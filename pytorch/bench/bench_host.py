@@ -30,6 +30,15 @@ with an input that does not require grad (inference without no_grad):
 Outputs are checked against PyTorch's once: bit for bit in float32 except bn_act (eager's
 BatchNorm normalises in its own order); otherwise the largest difference is printed (bfloat16
 eager rounds between its ops, the fused op once).
+
+--blocks (off by default; `--blocks --ops '' --no-fused` for it alone) times one FusedInvertedResidual
+of timm's mobilenetv3_small_100 (torchvision's mobilenet_v3_small without timm) rewritten by
+optimize_for_inference, the first block with an expansion, a squeeze-excitation and a skip, on its
+own input at batch 1 (224x224 network input), channels-last, in each dtype, under torch.no_grad:
+its forward as one C++ call (_C._fused_inverted_residual_forward) against its Python forward
+(forward_modules, forced by the private switch _one_call = False on a copy of the block), module
+call included. Printed: µs per block forward, the ratio one call / Python per run, and a bit-for-bit
+check of the two outputs.
 """
 
 from __future__ import annotations
@@ -168,6 +177,54 @@ def run_fused(x: torch.Tensor, args) -> tuple[int, float]:
     return mismatches, worst
 
 
+def timed_block(dtype: torch.dtype) -> tuple[str, nn.Module, torch.Tensor]:
+    """(description, block, its input at batch 1): the first fused block of a rewritten network that
+    has every stage (expansion, squeeze-excitation, skip), channels-last, in dtype."""
+    try:
+        import timm
+        name, model = "timm mobilenetv3_small_100", timm.create_model("mobilenetv3_small_100", pretrained=False)
+    except ImportError:
+        import torchvision
+        name, model = "torchvision mobilenet_v3_small", torchvision.models.mobilenet_v3_small(weights=None)
+    model.eval()
+    ha.optimize_for_inference(model)
+    model = model.cuda().to(dtype=dtype, memory_format=torch.channels_last)
+    blocks = [m for m in model.modules() if type(m) is ha.FusedInvertedResidual]
+    full = [b for b in blocks if b.conv1 is not None and b.se_reduce is not None and b.skip]
+    if not full:
+        raise RuntimeError(f"bench_host: {name} has no fused block with every stage")
+    inputs = {}
+    handle = full[0].register_forward_pre_hook(lambda module, args: inputs.setdefault("x", args[0]))
+    x = torch.randn(1, 3, 224, 224, device="cuda").to(dtype).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        model(x)
+    handle.remove()
+    index = blocks.index(full[0])
+    return f"{name} block {index}, input {tuple(inputs['x'].shape)}", full[0], inputs["x"]
+
+
+def run_blocks(args) -> int:
+    """Times one fused block's forward, one call against Python, per dtype; returns the mismatches."""
+    mismatches = 0
+    for dtype in (getattr(torch, d) for d in args.dtypes.split(",")):
+        what, block, x = timed_block(dtype)
+        python, one_call = copy.deepcopy(block), copy.deepcopy(block)
+        python._one_call = False
+        with torch.no_grad():
+            taken = ha._C._fused_inverted_residual_forward(x, *one_call._one_call_arguments()) is not None
+            report = mismatch_report(one_call(x), python(x))
+            mismatches += bool(report) or not taken
+            per_call = time_runs({"Python": lambda: python(x), "one call": lambda: one_call(x)}, args.calls,
+                                 args.runs)
+        ratios = [a / b for a, b in zip(per_call["one call"], per_call["Python"])]
+        note = (" MISMATCH " + report if report else "") + ("" if taken else " ONE CALL NOT TAKEN")
+        print(f"| block forward, {str(dtype).replace('torch.', '')} | no_grad | {what}, one C++ call against "
+              f"the Python forward | {statistics.median(per_call['Python']):.2f} | "
+              f"{statistics.median(per_call['one call']):.2f} | **{statistics.median(ratios):.3f}** "
+              f"({min(ratios):.3f}-{max(ratios):.3f}) | |{note}", flush=True)
+    return mismatches
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", default="64,16,28,28")
@@ -177,6 +234,8 @@ def main() -> int:
     parser.add_argument("--ops", default=",".join(OPS), help="the activations to time ('' for none)")
     parser.add_argument("--fused", action=argparse.BooleanOptionalAction, default=True,
                         help="time the fused forms too")
+    parser.add_argument("--blocks", action=argparse.BooleanOptionalAction, default=False,
+                        help="time a FusedInvertedResidual's forward at batch 1: one C++ call against Python")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         print("no CUDA GPU visible to PyTorch: nothing was run")
@@ -189,6 +248,10 @@ def main() -> int:
           "| torch.ops.hardact µs/call |")
     print("|---|---|---|---|---|---|---|")
     mismatches, worst, fused_worst = 0, 0.0, 0.0
+    if args.blocks:
+        print("(block forward rows: the PyTorch column is hardact's Python forward, "
+              "the hardact column its one call)")
+        mismatches += run_blocks(args)
     generator = torch.Generator(device="cuda").manual_seed(7)
     for dtype in (getattr(torch, d) for d in args.dtypes.split(",")):
         x = (torch.randn(shape, device="cuda", generator=generator) * 4).to(dtype)

@@ -8,6 +8,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.compiler import is_compiling as _is_compiling
+# The hooks nn.Module.__call__ runs for every module; the one-call forward calls no module, so it
+# steps aside while any is set (FusedInvertedResidual._one_call_arguments). These dicts are
+# updated in place, never rebound.
+from torch.nn.modules.module import (_global_backward_hooks, _global_backward_pre_hooks, _global_forward_hooks,
+                                     _global_forward_pre_hooks)
 
 from .. import _C
 from ..functional import (hardsigmoid_gate, residual_activation, scale_shift_activation_mean,
@@ -26,6 +31,7 @@ __all__ = ["FusedInvertedResidual"]
 
 
 _DEPTHWISE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+_ABSENT = {None: None}  # the source of an absent tensor (no expansion, no squeeze) in the one-call plan
 
 
 class FusedInvertedResidual(nn.Module):
@@ -50,7 +56,13 @@ class FusedInvertedResidual(nn.Module):
     epilogue (torch._addmm_activation, F.linear; in float32 hardact's own call, whose products are
     TF32 exactly when the convolutions would have been: torch.backends.cudnn.allow_tf32, on by
     default, where F.linear would follow the matmul setting, off by default). Where a gradient is
-    wanted, or under torch.compile, float32 runs the convolutions themselves.
+    wanted, or under torch.compile, float32 runs the convolutions themselves. For a CUDA
+    torch.Tensor where no gradient is wanted, not under torch.compile, autocast or a
+    __torch_function__ mode, with submodules of the plain types it knows (nn.Conv2d with zero
+    padding given as numbers, BatchNormActivation, an nn.ReLU between the excitation's products) and
+    no hook on them, the forward is one call into C++ (_C._fused_inverted_residual_forward): the same
+    kernels in the same order, the same bits, without the Python module calls' host time; else
+    forward_modules, in Python.
 
     Against the original block the results differ by rounding only: the BatchNorms are folded as
     BatchNormActivation's are, the matrix products on (N, C) sum in another order than cuDNN's 1x1
@@ -71,7 +83,22 @@ class FusedInvertedResidual(nn.Module):
         # Decided once: replace_activations may later swap the activation module, never for a ReLU.
         self.se_relu = squeeze is not None and type(squeeze[1]) is nn.ReLU
         self.depthwise_filter = _depthwise_filter(self.conv2)
-        self._depthwise_key, self._depthwise_parameters = None, None
+        # [key, taps, scale, shift]: depthwise_parameters' cache, shared with the one-call forward
+        # (_C._fused_inverted_residual_forward), which checks the key and refills it in C++.
+        self._depthwise_cache: list = [None, None, None, None]
+        # The one-call forward's plan (_one_call_plan_for), made again when a submodule is replaced;
+        # _one_call False runs the Python forward always (the tests' way to compare the two).
+        self._one_call_plan: tuple | None = None
+        self._one_call = True
+
+    def __setstate__(self, state: dict) -> None:
+        # A block pickled before the one-call forward existed: its caches, empty (remade on use).
+        super().__setstate__(state)
+        for name in ("_depthwise_key", "_depthwise_parameters"):
+            self.__dict__.pop(name, None)
+        self.__dict__.setdefault("_depthwise_cache", [None, None, None, None])
+        self.__dict__.setdefault("_one_call_plan", None)
+        self.__dict__.setdefault("_one_call", True)
 
     def excitation(self, mean: torch.Tensor) -> torch.Tensor:
         """expand(activation(reduce(mean))) on the (N, C) mean: the gate before its hard sigmoid."""
@@ -109,13 +136,13 @@ class FusedInvertedResidual(nn.Module):
         cast, or modified in place)."""
         weight, scale, shift = self.conv2.weight, self.norm2.scale, self.norm2.shift
         key = (weight.data_ptr(), weight._version, scale.data_ptr(), scale._version, shift.data_ptr(), shift._version)
-        if key != self._depthwise_key:
+        cache = self._depthwise_cache
+        if key != cache[0]:
             with torch.no_grad():
                 taps = weight.detach().reshape(weight.shape[0], -1).t().float().contiguous()
-                self._depthwise_parameters = (taps, scale.detach().float().contiguous(),
-                                              shift.detach().float().contiguous())
-            self._depthwise_key = key
-        return self._depthwise_parameters
+                cache[1:] = taps, scale.detach().float().contiguous(), shift.detach().float().contiguous()
+            cache[0] = key
+        return cache[1], cache[2], cache[3]
 
     def depthwise_stage(self, y: torch.Tensor, with_mean: bool) -> tuple[torch.Tensor, torch.Tensor | None] | None:
         """(norm2(conv2(y)), its mean per (n, c) where with_mean) in one kernel, or None where that kernel
@@ -137,6 +164,81 @@ class FusedInvertedResidual(nn.Module):
                                                          norm.max_val, with_mean)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self._one_call and not _is_compiling():
+            arguments = self._one_call_arguments()
+            if arguments is not None:
+                out = _C._fused_inverted_residual_forward(x, *arguments)
+                if out is not None:
+                    return out
+        return self.forward_modules(x)
+
+    def _one_call_plan_for(self, modules: tuple) -> tuple:
+        """(modules, sources, settings, hook dicts) of the one-call forward for these submodules, sources
+        None where it does not apply: a convolution other than an nn.Conv2d with zero padding given as
+        numbers, a norm other than a BatchNormActivation, a squeeze-excitation other than nn.Conv2d
+        or nn.Linear products around an nn.ReLU, or a submodule whose forward was replaced on the
+        instance (seen when the plan is made). sources: (dict, key) of each of the 16 tensors (the
+        dicts nn.Module keeps, whose entries .to() and load_state_dict update in place); settings:
+        the C++ call's tuple, read here once: nothing changes a convolution's stride or padding or a
+        BatchNormActivation's activation after construction."""
+        convolutions, norms = (self.conv1, self.conv2, self.conv3), (self.norm1, self.norm2, self.norm3)
+        called = [m for m in (*convolutions, *norms, self.se_activation) if m is not None]
+        refused = (modules, None, None, ())
+        if any(type(conv) is not nn.Conv2d or conv.padding_mode != "zeros" or not isinstance(conv.padding, tuple)
+               or not all(type(p) is int for p in conv.padding) for conv in convolutions if conv is not None):
+            return refused
+        if any(type(norm) is not BatchNormActivation for norm in norms if norm is not None):
+            return refused
+        if any("forward" in m.__dict__ for m in called):
+            return refused
+        squeeze = None
+        if self.se_reduce is not None:
+            if not self.se_relu or type(self.se_activation) is not nn.ReLU or any(
+                    type(m) not in (nn.Conv2d, nn.Linear) for m in (self.se_reduce, self.se_expand)):
+                return refused
+            squeeze = bool(self.se_activation.inplace)
+        absent = (_ABSENT, None)
+
+        def conv_sources(conv):
+            return [absent, absent] if conv is None else [(conv._parameters, "weight"), (conv._parameters, "bias")]
+
+        def norm_sources(norm):
+            return [absent, absent] if norm is None else [(norm._buffers, "scale"), (norm._buffers, "shift")]
+
+        def conv_settings(conv):
+            return None if conv is None else (tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation),
+                                              int(conv.groups))
+
+        def norm_settings(norm):
+            return None if norm is None else (norm.activation, float(norm.min_val), float(norm.max_val))
+
+        sources = (conv_sources(self.conv1) + norm_sources(self.norm1) + conv_sources(self.conv2)
+                   + norm_sources(self.norm2) + conv_sources(self.se_reduce) + conv_sources(self.se_expand)
+                   + conv_sources(self.conv3) + norm_sources(self.norm3))
+        settings = (conv_settings(self.conv1), norm_settings(self.norm1), conv_settings(self.conv2),
+                    norm_settings(self.norm2), squeeze, conv_settings(self.conv3), norm_settings(self.norm3))
+        hooks = tuple(hook_dict for m in called for hook_dict in (m._forward_pre_hooks, m._forward_hooks,
+                                                                 m._backward_pre_hooks, m._backward_hooks))
+        return modules, tuple(sources), settings, hooks
+
+    def _one_call_arguments(self) -> tuple | None:
+        """The arguments after x of _C._fused_inverted_residual_forward, gathered from the modules'
+        current tensors; None where the one call does not apply (_one_call_plan_for), a hook is set on a
+        submodule the Python forward calls or globally (the one call runs no module), or torch.jit
+        traces."""
+        modules = tuple(self._modules.values())
+        plan = self._one_call_plan
+        if plan is None or plan[0] != modules:  # a submodule replaced (nn.Module has identity equality)
+            plan = self._one_call_plan = self._one_call_plan_for(modules)
+        _, sources, settings, hooks = plan
+        if sources is None or any(hooks) or _global_forward_hooks or _global_forward_pre_hooks \
+                or _global_backward_hooks or _global_backward_pre_hooks or torch._C._get_tracing_state():
+            return None
+        return [d[key] for d, key in sources], settings, self.depthwise_filter, self.skip, self._depthwise_cache
+
+    def forward_modules(self, x: torch.Tensor) -> torch.Tensor:
+        """The forward module by module and function by function: where a gradient is wanted, under
+        torch.compile, and wherever the one call (_C._fused_inverted_residual_forward) does not apply."""
         y = x if self.conv1 is None else self.norm1(self.conv1(x))
         norm = self.norm2
         fused = self.depthwise_stage(y, self.se_reduce is not None)

@@ -10,16 +10,23 @@
 // the result. __torch_function__ overrides are the Python caller's to handle, as in F.*.
 
 #include "ops/depthwise_conv.h"
+#include "ops/fused_block_forward.h"
 #include "ops/linear_activation.h"
 
 #include <ATen/ATen.h>
+#include <ATen/PythonTorchFunctionTLS.h>
+#include <ATen/autocast_mode.h>
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/GradMode.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <Python.h>
 
+#include <array>
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -334,6 +341,211 @@ PyObject* depthwise_conv_scale_shift_activation(PyObject* /*module*/, PyObject* 
   END_HANDLE_TH_ERRORS
 }
 
+// ---- _fused_inverted_residual_forward: FusedInvertedResidual.forward in one call --------------------
+// The arguments are what FusedInvertedResidual._one_call_arguments gathers per call (its comments say
+// how): the block's tensors, its settings (a tuple made once per set of modules), the one-kernel
+// depthwise filter or None, skip, and the block's depthwise cache, refreshed here where the forward
+// made its float32 forms again.
+
+using hardact_torch::BlockConvolution;
+using hardact_torch::BlockDepthwiseFilter;
+using hardact_torch::BlockNorm;
+using hardact_torch::BlockSqueeze;
+using hardact_torch::FusedBlock;
+
+constexpr const char* kBlockForward = "_fused_inverted_residual_forward";
+constexpr Py_ssize_t kBlockTensors = 16;  // (weight, bias, scale, shift) of the expansion, the depthwise
+                                          // stage, the squeeze's (reduce weight, reduce bias, expand
+                                          // weight, expand bias) and the projection
+
+[[noreturn]] void block_argument_error(const char* what) {
+  PyErr_Format(PyExc_TypeError, "hardact._C.%s: %s", kBlockForward, what);
+  throw python_error();
+}
+
+/// A tuple of `size` items, or raises naming `what`.
+PyObject* block_tuple(PyObject* object, Py_ssize_t size, const char* what) {
+  if (!PyTuple_Check(object) || PyTuple_GET_SIZE(object) != size) block_argument_error(what);
+  return object;
+}
+
+std::array<int64_t, 2> int_pair(PyObject* object) {
+  block_tuple(object, 2, "a convolution's stride, padding and dilation must be tuples of two ints");
+  return {int_argument(PyTuple_GET_ITEM(object, 0)), int_argument(PyTuple_GET_ITEM(object, 1))};
+}
+
+/// (stride, padding, dilation, groups) with the weight and bias.
+BlockConvolution block_convolution(PyObject* settings, const c10::optional<Tensor>& weight,
+                                   c10::optional<Tensor> bias) {
+  block_tuple(settings, 4, "a convolution's settings are (stride, padding, dilation, groups)");
+  if (!weight.has_value()) block_argument_error("a convolution needs its weight");
+  return {*weight, std::move(bias), int_pair(PyTuple_GET_ITEM(settings, 0)), int_pair(PyTuple_GET_ITEM(settings, 1)),
+          int_pair(PyTuple_GET_ITEM(settings, 2)), int_argument(PyTuple_GET_ITEM(settings, 3))};
+}
+
+/// (activation, min_val, max_val) with the scale and shift.
+BlockNorm block_norm(PyObject* settings, c10::optional<Tensor> scale, c10::optional<Tensor> shift) {
+  block_tuple(settings, 3, "a norm's settings are (activation, min_val, max_val)");
+  const c10::string_view activation = string_argument(PyTuple_GET_ITEM(settings, 0));
+  return {std::move(scale), std::move(shift), std::string(activation.data(), activation.size()),
+          float_argument(PyTuple_GET_ITEM(settings, 1)), float_argument(PyTuple_GET_ITEM(settings, 2))};
+}
+
+/// A tensor of the block (None where absent): an exact torch.Tensor or nn.Parameter; anything else
+/// (a tensor subclass, whose methods may differ) sets `declined`.
+c10::optional<Tensor> block_tensor(PyObject* object, bool& declined) {
+  if (object == Py_None) return c10::nullopt;
+  if (!THPVariable_Check(object)) block_argument_error("the block's tensors must be tensors or None");
+  declined = declined || !THPVariable_CheckExact(object);
+  return THPVariable_Unpack(object);
+}
+
+/// The key of the depthwise cache [key, taps, scale, shift]: data_ptr and _version of the filter,
+/// the scale and the shift, as FusedInvertedResidual.depthwise_parameters makes it. Where the
+/// cached key differs, the forward makes the float32 forms again if it takes the stage.
+std::array<int64_t, 6> depthwise_key(const Tensor& weight, const c10::optional<Tensor>& scale,
+                                     const c10::optional<Tensor>& shift) {
+  std::array<int64_t, 6> key{};
+  key[0] = static_cast<int64_t>(reinterpret_cast<std::uintptr_t>(weight.data_ptr()));
+  key[1] = weight._version();
+  if (scale.has_value() && shift.has_value()) {
+    key[2] = static_cast<int64_t>(reinterpret_cast<std::uintptr_t>(scale->data_ptr()));
+    key[3] = scale->_version();
+    key[4] = static_cast<int64_t>(reinterpret_cast<std::uintptr_t>(shift->data_ptr()));
+    key[5] = shift->_version();
+  }
+  return key;
+}
+
+bool cached_key_matches(PyObject* cached, const std::array<int64_t, 6>& key) {
+  if (!PyTuple_Check(cached) || PyTuple_GET_SIZE(cached) != 6) return false;
+  for (Py_ssize_t i = 0; i < 6; ++i) {
+    // data_ptr() is an unsigned address as a Python int: compared by its bits.
+    const unsigned long long value = PyLong_AsUnsignedLongLongMask(PyTuple_GET_ITEM(cached, i));
+    if (value == static_cast<unsigned long long>(-1) && PyErr_Occurred()) throw python_error();
+    if (value != static_cast<unsigned long long>(key[static_cast<std::size_t>(i)])) return false;
+  }
+  return true;
+}
+
+/// Stores the forms the forward made, with their key, into the block's cache list.
+void store_depthwise_cache(PyObject* cache, const std::array<int64_t, 6>& key, BlockDepthwiseFilter& filter) {
+  PyObject* key_tuple = PyTuple_New(6);
+  if (key_tuple == nullptr) throw python_error();
+  for (Py_ssize_t i = 0; i < 6; ++i) {
+    const int64_t value = key[static_cast<std::size_t>(i)];
+    // The addresses as data_ptr() gives them (unsigned), the versions as ints.
+    PyObject* item = i % 2 == 0 ? PyLong_FromUnsignedLongLong(static_cast<unsigned long long>(value))
+                                : PyLong_FromLongLong(value);
+    if (item == nullptr) {
+      Py_DECREF(key_tuple);
+      throw python_error();
+    }
+    PyTuple_SET_ITEM(key_tuple, i, item);  // steals the reference
+  }
+  PyObject* items[4] = {key_tuple, THPVariable_Wrap(std::move(filter.taps)), THPVariable_Wrap(std::move(filter.scale)),
+                        THPVariable_Wrap(std::move(filter.shift))};
+  bool failed = false;
+  for (Py_ssize_t i = 0; i < 4; ++i) {
+    // PyList_SetItem steals the reference, also on failure.
+    if (items[i] == nullptr || failed) {
+      Py_XDECREF(items[i]);
+      failed = true;
+    } else if (PyList_SetItem(cache, i, items[i]) != 0) {
+      failed = true;
+    }
+  }
+  if (failed) throw python_error();
+}
+
+/// _fused_inverted_residual_forward(x, tensors, settings, depthwise_filter, skip, depthwise_cache)
+/// -> Tensor, or None where the one call does not apply and the Python forward must run: x not a
+/// CUDA torch.Tensor (a subclass, another type, the CPU, the meta device), a tensor subclass among the block's
+/// tensors, a gradient wanted (grad mode on and any tensor requiring grad), autocast on CUDA (the
+/// convolutions would run in its dtype) or a __torch_function__ mode (the Python forward's torch
+/// calls would go through it).
+///   tensors: 16 tensors or None (kBlockTensors);
+///   settings: (conv1, norm1, conv2, norm2, squeeze, conv3, norm3), a convolution's (stride,
+///             padding, dilation, groups), a norm's (activation, min_val, max_val), conv1 and norm1
+///             None without an expansion, squeeze None without one, else the ReLU's inplace flag;
+///   depthwise_filter: (kernel_size, stride, pad_h, pad_w) or None;
+///   depthwise_cache: a list [key or None, taps, scale, shift].
+PyObject* fused_inverted_residual_forward(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  expect_arguments(kBlockForward, nargs, 6);
+  PyObject* x_object = args[0];
+  if (!THPVariable_CheckExact(x_object)) Py_RETURN_NONE;  // not a tensor: the Python forward's error
+  const Tensor& x = THPVariable_Unpack(x_object);
+  // The arguments are checked first, whatever the device, so that a malformed call raises everywhere.
+  if (!PyList_Check(args[1]) || PyList_GET_SIZE(args[1]) != kBlockTensors) {
+    block_argument_error("tensors must be a list of 16 tensors or None");
+  }
+  bool declined = false;
+  std::array<c10::optional<Tensor>, kBlockTensors> t;
+  for (Py_ssize_t i = 0; i < kBlockTensors; ++i) {
+    t[static_cast<std::size_t>(i)] = block_tensor(PyList_GET_ITEM(args[1], i), declined);
+  }
+  PyObject* settings = block_tuple(args[2], 7, "settings must be a tuple of 7: (conv1, norm1, conv2, norm2, "
+                                               "squeeze, conv3, norm3)");
+  auto setting = [&](Py_ssize_t i) { return PyTuple_GET_ITEM(settings, i); };
+  FusedBlock block{c10::nullopt, c10::nullopt, block_convolution(setting(2), t[4], t[5]),
+                   block_norm(setting(3), t[6], t[7]), c10::nullopt, c10::nullopt,
+                   block_convolution(setting(5), t[12], t[13]), block_norm(setting(6), t[14], t[15]),
+                   bool_argument(args[4])};
+  if ((setting(0) == Py_None) != (setting(1) == Py_None)) {
+    block_argument_error("conv1 and norm1 come together or not at all");
+  }
+  if (setting(0) != Py_None) {
+    block.conv1 = block_convolution(setting(0), t[0], t[1]);
+    block.norm1 = block_norm(setting(1), t[2], t[3]);
+  }
+  if (setting(4) != Py_None) {
+    if (!t[8].has_value() || !t[10].has_value()) block_argument_error("a squeeze needs its reduce and expand weights");
+    block.squeeze = BlockSqueeze{*t[8], t[9], *t[10], t[11], bool_argument(setting(4))};
+  }
+  PyObject* cache = args[5];
+  std::array<int64_t, 6> key{};
+  if (args[3] != Py_None) {
+    PyObject* filter = block_tuple(args[3], 4, "depthwise_filter must be (kernel_size, stride, pad_h, pad_w) or None");
+    if (!PyList_Check(cache) || PyList_GET_SIZE(cache) != 4) {
+      block_argument_error("depthwise_cache must be a list [key, taps, scale, shift]");
+    }
+    block.depthwise = BlockDepthwiseFilter{int_argument(PyTuple_GET_ITEM(filter, 0)),
+                                           int_argument(PyTuple_GET_ITEM(filter, 1)),
+                                           int_argument(PyTuple_GET_ITEM(filter, 2)),
+                                           int_argument(PyTuple_GET_ITEM(filter, 3)), Tensor(), Tensor(), Tensor()};
+  }
+  if (declined || !x.is_cuda() || at::autocast::is_autocast_enabled(at::kCUDA) ||
+      at::impl::torch_function_mode_enabled()) {
+    Py_RETURN_NONE;
+  }
+  if (c10::GradMode::is_enabled()) {
+    bool wanted = x.requires_grad();
+    for (const auto& tensor : t) wanted = wanted || (tensor.has_value() && tensor->requires_grad());
+    if (wanted) Py_RETURN_NONE;
+  }
+  if (block.depthwise.has_value()) {
+    key = depthwise_key(block.conv2.weight, block.norm2.scale, block.norm2.shift);
+    if (cached_key_matches(PyList_GET_ITEM(cache, 0), key)) {
+      BlockDepthwiseFilter& forms = *block.depthwise;
+      Tensor* slots[3] = {&forms.taps, &forms.scale, &forms.shift};
+      for (Py_ssize_t i = 0; i < 3; ++i) {
+        PyObject* item = PyList_GET_ITEM(cache, i + 1);
+        if (!THPVariable_Check(item)) block_argument_error("the depthwise cache's forms must be tensors");
+        *slots[i] = THPVariable_Unpack(item);
+      }
+    }
+  }
+  Tensor out;
+  {
+    const GilRelease no_gil;
+    out = hardact_torch::fused_inverted_residual_forward(x, block);
+  }
+  if (block.depthwise.has_value() && block.depthwise->made) store_depthwise_cache(cache, key, *block.depthwise);
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
 template <class Function>
 PyMethodDef fastcall(const char* name, Function function, const char* doc) {
   return {name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(function)), METH_FASTCALL, doc};
@@ -372,6 +584,10 @@ PyMethodDef methods[] = {
              "_depthwise_conv_scale_shift_activation(x, taps, scale, shift, kernel_size, stride, pad_h, pad_w, "
              "activation, min_val, max_val, with_mean) -> (y, mean or None): act(depthwise_conv(x) * scale + shift) "
              "for channels-last x, and y's mean per (n, c); inference only"),
+    fastcall("_fused_inverted_residual_forward", fused_inverted_residual_forward,
+             "_fused_inverted_residual_forward(x, tensors, settings, depthwise_filter, skip, depthwise_cache) -> "
+             "Tensor or None: FusedInvertedResidual.forward in one call where no gradient is wanted; None where "
+             "the Python forward must run"),
     {nullptr, nullptr, 0, nullptr},
 };
 
