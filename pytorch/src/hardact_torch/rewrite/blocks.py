@@ -1,11 +1,12 @@
-"""fuse_blocks: walks a model and asks each library's matcher (timm_blocks, torchvision_blocks) for a
-FusedInvertedResidual in place of each block it recognises."""
+"""fuse_blocks: walks a model and asks each library's matcher (timm_blocks, torchvision_blocks,
+ghost_blocks) for a FusedInvertedResidual (or FusedGhostBottleneck) in place of each block it recognises."""
 
 from __future__ import annotations
 
 from torch import nn
 
 from ..modules import BatchNormActivation
+from .ghost_blocks import _GHOST_BLOCKS, _ghost_block
 from .matching import _package
 from .timm_blocks import _timm_block
 from .torchvision_blocks import _torchvision_block
@@ -19,7 +20,9 @@ def fuse_blocks(model: nn.Module) -> int:
     torchvision's MobileNetV3 (its InvertedResidual) becomes one FusedInvertedResidual sharing its
     convolutions: the BatchNorms folded with their activations, the depthwise convolution, its
     BatchNorm and the squeeze's mean in one kernel, the excitation as matrix products, the residual add
-    in the projection's BatchNorm pass. Returns how many blocks it replaced.
+    in the projection's BatchNorm pass; timm's ghost bottlenecks (GhostNet v1 and v2's GhostBottleneck,
+    RepGhostNet's RepGhostBottleneck) become FusedGhostBottleneck the same way. Returns how many blocks
+    it replaced.
 
     A block is recognised by its class (name and package, whose forward is known) and the exact
     types of its layers; one that holds anything else is left alone: another child module, a
@@ -40,10 +43,14 @@ def fuse_blocks(model: nn.Module) -> int:
         for name, child in list(parent.named_children()):
             # BatchNormActivation does the same in either mode (fuse_batchnorm_activation's are
             # left in training mode): a block it already rewrote is fused too.
-            if type(child).__name__ not in ("InvertedResidual", "DepthwiseSeparableConv") \
+            kind = type(child).__name__
+            if kind not in ("InvertedResidual", "DepthwiseSeparableConv") + _GHOST_BLOCKS \
                     or any(m.training for m in child.modules() if type(m) is not BatchNormActivation):
                 continue
-            block = _timm_block(child) if _package(child) == "timm" else _torchvision_block(child)
+            if kind in _GHOST_BLOCKS:
+                block = _ghost_block(child)
+            else:
+                block = _timm_block(child) if _package(child) == "timm" else _torchvision_block(child)
             if block is not None:
                 setattr(parent, name, block.train(False))
                 fused += 1
