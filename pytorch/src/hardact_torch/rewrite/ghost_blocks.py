@@ -203,13 +203,25 @@ def _conv_norm_groups(sequence: nn.Module) -> list[tuple[nn.Conv2d, BatchNormAct
             return None
         conv, norm, i = layers[i], layers[i + 1], i + 2
         activation = None
-        if type(norm) is not BatchNormActivation and i < len(layers) and type(layers[i]) is not nn.Conv2d:
+        if i < len(layers) and type(layers[i]) is not nn.Conv2d:
             activation, i = layers[i], i + 1
-        folded = _folded_norm(norm, activation)
+        folded = _with_activation(_folded_norm(norm), activation)
         if folded is None:
             return None
         groups.append((conv, folded))
     return groups
+
+
+def _with_activation(norm: BatchNormActivation | None, activation: nn.Module | None) -> BatchNormActivation | None:
+    """A folded norm without activation followed by `activation` (None for none) as one folded norm
+    (sharing its buffers); None where the activation is not one hardact fuses or the norm has its own.
+    fuse_batchnorm_activation leaves a BatchNorm followed by nn.Identity so: folded, then the identity."""
+    if norm is None or activation is None:
+        return norm
+    spec = _fused_activation(activation)
+    if spec is None or norm.activation != "identity":
+        return None
+    return norm if spec[0] == "identity" else BatchNormActivation(norm.scale, norm.shift, *spec)
 
 
 def _of(module: nn.Module, name: str, file: str) -> bool:
@@ -263,9 +275,7 @@ def _repghost_module(module: nn.Module) -> tuple | None:
         return None
     (conv1, norm1), (conv2, cheap_norm) = primary[0], cheap[0]
     # The activation follows the sum of the branches: the stage's norm is the cheap BatchNorm with it.
-    spec = _fused_activation(module.relu)
-    norm2 = None if spec is None or cheap_norm.activation != "identity" else \
-        BatchNormActivation(cheap_norm.scale, cheap_norm.shift, *spec)
+    norm2 = _with_activation(cheap_norm, module.relu)
     k = conv2.kernel_size
     if norm2 is None or not (conv2.groups == conv2.in_channels == conv2.out_channels == conv1.out_channels
                              and conv2.stride == (1, 1) and conv2.dilation == (1, 1) and k[0] == k[1] and k[0] % 2
