@@ -1,19 +1,21 @@
-"""Tests of fuse_blocks on timm's ghost bottlenecks (GhostNet v1 and v2's GhostBottleneck, RepGhostNet's
-RepGhostBottleneck) rewritten as FusedGhostBottleneck.
+"""Tests of fuse_blocks on timm's ghost bottlenecks (GhostNet v1 and v2's GhostBottleneck, GhostNet v3's
+GhostBottleneckV3, RepGhostNet's RepGhostBottleneck) rewritten as FusedGhostBottleneck.
 
     pytest pytorch/tests/test_ghost_blocks.py              # the tests marked cuda skip without a GPU
 
-Without a GPU: on meta-built networks, every ghost bottleneck of ghostnet_100, ghostnetv2_100 and
-repghostnet_100 (and the 0.5x widths) is rewritten, in either order with the other rewrites, with
-no BatchNorm or squeeze-excitation module left inside, and none twice; GhostNetV3's blocks are left
-alone; a block holding anything the matcher cannot prove equivalent is left alone while the others
-fuse. On the CPU in float64, with the fused ops' compile switches patched (their torch forms): the
-rewritten networks against the originals, BatchNorms away from their defaults, both layouts, even
-and odd sizes (v2's attention gate broadcast and interpolated); the one-kernel depthwise stage's
-parameters (RepGhost's identity branch in the centre tap) computing the stage; torch.compile on the
-CPU tracing a rewritten network. With a GPU: the rewritten networks against a float64 run of the
-original, float32 and bfloat16, both layouts, batch 1 and 3, 225x231, without gradients (the
-one-kernel stage taken) and with them (its gradients against the original's).
+Without a GPU: on meta-built networks, every ghost bottleneck of ghostnet_100, ghostnetv2_100,
+ghostnetv3_100 and repghostnet_100 (and the 0.5x widths) is rewritten, in either order with the
+other rewrites, with no BatchNorm or squeeze-excitation module left inside, and none twice; every
+depthwise stage of the default widths is one the one-kernel stage covers; a block holding anything
+the matcher cannot prove equivalent is left alone while the others fuse. On the CPU in float64,
+with the fused ops' compile switches patched (their torch forms): the rewritten networks against
+the originals, BatchNorms away from their defaults, both layouts, even and odd sizes (v2's
+attention gate broadcast and interpolated), each block keeping its input's layout; the one-kernel
+depthwise stage's parameters (RepGhost's identity branch in the centre tap, v3's branches summed)
+computing the stage; torch.compile on the CPU tracing a rewritten network. With a GPU: the
+rewritten networks against a float64 run of the original, float32 and bfloat16, both layouts,
+batch 1 and 3, 225x231, without gradients (the one-kernel stage taken in channels-last) and with
+them (outputs and gradients against the original's).
 """
 
 from __future__ import annotations
@@ -35,10 +37,11 @@ import hardact_torch.rewrite.ghost_blocks as ghost_blocks
 timm = pytest.importorskip("timm")
 
 SEED = 53
-GHOST_CLASSES = ("GhostBottleneck", "RepGhostBottleneck")
+GHOST_CLASSES = ("GhostBottleneck", "GhostBottleneckV3", "RepGhostBottleneck")
 # The networks (the default widths, then the smallest, whose halves are not all a multiple of 4).
-MODELS = ["ghostnet_100", "ghostnetv2_100", "repghostnet_100", "ghostnet_050", "repghostnet_050"]
-GPU_MODELS = ["ghostnet_050", "ghostnetv2_100", "repghostnet_050"]
+MODELS = ["ghostnet_100", "ghostnetv2_100", "ghostnetv3_100", "repghostnet_100", "ghostnet_050", "ghostnetv3_050",
+          "repghostnet_050"]
+GPU_MODELS = ["ghostnet_050", "ghostnetv2_100", "ghostnetv3_050", "repghostnet_050"]
 
 
 def count_blocks(model: nn.Module) -> int:
@@ -120,16 +123,15 @@ def test_structure(checks, name) -> None:
 
 def test_one_kernel_covers_the_default_widths(checks) -> None:
     """In the default widths every depthwise stage (cheap operations, stride-2 convolutions,
-    shortcuts) is one the one-kernel stage covers; the v3 blocks are not rewritten."""
-    for name in ("ghostnet_100", "ghostnetv2_100", "repghostnet_100"):
+    shortcuts) is one the one-kernel stage covers."""
+    for name in ("ghostnet_100", "ghostnetv2_100", "ghostnetv3_100", "repghostnet_100"):
         model = build(name, meta=True)
         ha.fuse_blocks(model)
-        stages = [m for m in model.modules() if type(m) is ghost_blocks._DepthwiseStage]
+        stages = [m for m in model.modules() if isinstance(m, ghost_blocks._ConvolutionStage)
+                  and m.conv.groups == m.conv.in_channels > 1]
         uncovered = [m.conv.in_channels for m in stages if m.filter is None]
-        checks.record("" if stages and not uncovered else f"{len(stages)} stages, not covered: {uncovered}",
-                      f"{name}: every depthwise stage takes the one kernel")
-    model = build("ghostnetv3_050", meta=True)
-    checks.record("" if ha.fuse_blocks(model) == 0 else "rewrote", "ghostnetv3_050: GhostBottleneckV3 left alone")
+        checks.record("" if len(stages) == 41 and not uncovered else f"{len(stages)} stages, not covered: {uncovered}",
+                      f"{name}: each of the 41 depthwise stages takes the one kernel")
 
 
 class Custom(nn.Module):
@@ -194,6 +196,19 @@ UNKNOWN = {
             nn.ReLU())),
         ("an attention module as the second ghost module", lambda model: setattr(
             _first(model, _attention), "ghost2", copy.deepcopy(_first(model, _attention).ghost1))),
+    ],
+    "ghostnetv3_100": [
+        ("a branch with an activation", lambda model: setattr(
+            _first(model, lambda m: True).ghost1.cheap_rpr_conv[1].bn1, "act", nn.ReLU())),
+        ("a branch with a skip", lambda model: setattr(_first(model, lambda m: True).ghost1.primary_rpr_conv[0],
+                                                       "has_skip", True)),
+        ("the reparameterised form", lambda model: _deploy(_first(model, lambda m: m.stride > 1))),
+        ("a cheap branch with another filter alignment", lambda model: setattr(
+            _first(model, lambda m: True).ghost2.cheap_rpr_conv[0].conv, "padding", (0, 0))),
+        ("an unfused activation after the primary branches", lambda model: setattr(
+            _first(model, lambda m: True).ghost1, "primary_activation", nn.SiLU())),
+        ("a squeeze-excitation gated by a sigmoid", lambda model: setattr(
+            _first(model, lambda m: type(m.se) is not nn.Identity).se, "gate", nn.Sigmoid())),
     ],
     "repghostnet_100": [
         ("an activation hardact does not fuse", lambda model: setattr(_first(model, lambda m: True).ghost1, "relu",
@@ -269,18 +284,19 @@ def stage_by_its_kernel_parameters(stage: nn.Module, y: torch.Tensor) -> torch.T
     return functional._activation_reference(z, norm.activation, norm.min_val, norm.max_val)
 
 
-@pytest.mark.parametrize("name", ["ghostnet_100", "repghostnet_100"])
+@pytest.mark.parametrize("name", ["ghostnet_100", "ghostnetv3_100", "repghostnet_100"])
 def test_kernel_parameters(checks, name) -> None:
     """Each depthwise stage's one-kernel parameters (float32 taps, scale and shift; RepGhost's identity
-    branch folded into the centre tap) compute the stage as it runs without the kernel: float64
-    input, within float32's rounding of the parameters. Made again when a parameter changes in place."""
+    branch folded into the centre tap, GhostNet v3's branches summed) compute the stage as it runs
+    without the kernel: float64 input, within float32's rounding of the parameters. Made again when
+    a parameter changes in place."""
     model = build(name)
     ha.fuse_blocks(model)
     generator = torch.Generator().manual_seed(SEED)
-    stages = [m for m in model.modules() if type(m) is ghost_blocks._DepthwiseStage]
-    identities = sum(1 for stage in stages if stage.identity is not None)
-    checks.record("" if identities == (32 if name.startswith("rep") else 0) else f"{identities} identity branches",
-                  f"{name}: the identity branches")
+    stages = [m for m in model.modules() if isinstance(m, ghost_blocks._ConvolutionStage) and m.filter is not None]
+    identities = sum(1 for stage in stages if stage.identity is not None or getattr(stage, "skip", None) is not None)
+    expected = {"ghostnet_100": 0, "ghostnetv3_100": 32, "repghostnet_100": 32}[name]
+    checks.record("" if identities == expected else f"{identities} identity branches", f"{name}: the identity branches")
     for index, stage in enumerate(stages):
         stage.double()
         y = torch.randn(2, stage.conv.in_channels, 9, 11, generator=generator, dtype=torch.float64)
@@ -338,14 +354,14 @@ def test_real_models(checks, generator, name) -> None:
     counts = ha.optimize_for_inference(rewritten)
     checks.record("" if counts["blocks"] == 16 else f"counts {counts}", f"{name}: 16 blocks fused")
     taken = []
-    one_kernel = ghost_blocks._DepthwiseStage.one_kernel
+    one_kernel = ghost_blocks._ConvolutionStage.one_kernel
 
     def counting(stage, y, with_mean):
         result = one_kernel(stage, y, with_mean)
         taken.append(result is not None)
         return result
 
-    with tf32_off(), torch.no_grad(), mock.patch.object(ghost_blocks._DepthwiseStage, "one_kernel", counting):
+    with tf32_off(), torch.no_grad(), mock.patch.object(ghost_blocks._ConvolutionStage, "one_kernel", counting):
         for batch in (1, 3):
             x = torch.randn(batch, 3, 225, 231, device="cuda", generator=generator)
             expected = reference(x.double())
@@ -365,7 +381,7 @@ def test_real_models(checks, generator, name) -> None:
                                   f"{what}: within 4x the original's difference to float64")
                     if layout == "channels-last":
                         covered = sum(m.filter is not None for m in model.modules()
-                                      if type(m) is ghost_blocks._DepthwiseStage)
+                                      if type(m) is ghost_blocks._ConvolutionStage)
                         checks.record("" if sum(taken) == covered > 0 else f"{sum(taken)} of {covered} covered",
                                       f"{what}: the one-kernel stage taken")
 
