@@ -35,8 +35,8 @@ Detection of hard activations, before the rewrite (hard_layers):
 After optimize_for_inference, every hard layer is found in one of these places (module counts balance
 unless a module is shared between several places):
   - fused: a BatchNormActivation with a hard activation (folded with its BatchNorm: "batchnorm"; in
-    a FusedInvertedResidual: "block"), a HardSigmoidSqueezeExcitation's gate ("squeeze_excitation")
-    or a FusedInvertedResidual's gate ("block");
+    a FusedInvertedResidual or FusedGhostBottleneck: "block"), a HardSigmoidSqueezeExcitation's gate
+    ("squeeze_excitation") or a fused block's gate ("block");
   - left: a hard-activation module still standing alone (hardact's after replace_activations, or
     one it does not swap) or a function call, with the reason, derived from where it is:
       * the hidden activation of a fused squeeze-excitation (on the pooled (N, C), a pass of its own);
@@ -52,7 +52,7 @@ unless a module is shared between several places):
     nn.ModuleDict or the model itself (a block of a stage), or the matcher-known block around it;
     "after" is the previous module in its parent's registration order, which timm and torchvision
     keep in forward order. blocks: per block class holding a hard layer, [fused as a
-    FusedInvertedResidual, present].
+    FusedInvertedResidual or FusedGhostBottleneck, present].
 Only module structure is inspected (no forward runs, no torch.fx): a hard activation computed by
 inline arithmetic (x * (x + 3).clamp(0, 6) / 6) is not found.
 """
@@ -78,12 +78,14 @@ import torch.nn.functional as F
 import hardact_torch
 from hardact_torch.modules import BatchNormActivation, HardSigmoidSqueezeExcitation
 from hardact_torch.rewrite.fused_block import FusedInvertedResidual
+from hardact_torch.rewrite.ghost_blocks import FusedGhostBottleneck
 from hardact_torch.rewrite.matching import _children, _folded_norm, _package, _squeeze_layers
 from hardact_torch.rewrite.timm_blocks import _inactive_in_eval, _timm_block
 from hardact_torch.rewrite.torchvision_blocks import _conv_norm_activation, _torchvision_block
 
 _CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
 _MATCHER_BLOCKS = ("InvertedResidual", "DepthwiseSeparableConv")  # the class names fuse_blocks asks about
+_FUSED_BLOCKS = (FusedInvertedResidual, FusedGhostBottleneck)  # what fuse_blocks makes
 _GATE_ATTRIBUTES = ("gate", "gate_fn", "scale_activation")
 _FUSED_HARD = ("hardswish", "hardsigmoid", "relu6", "hardtanh")  # BatchNormActivation.activation values
 
@@ -282,7 +284,7 @@ def _left_reason(model: nn.Module, path: str, how: str, declined: dict[str, str]
     parent_path, parent = chain[-2]
     if kind == "hard_mish":
         return "hard-mish: hardact has no op for it"
-    if type(parent) in (HardSigmoidSqueezeExcitation, FusedInvertedResidual):
+    if type(parent) in (HardSigmoidSqueezeExcitation,) + _FUSED_BLOCKS:
         return "hidden activation of a fused squeeze-excitation (on the pooled N x C, its own pass)"
     if any(getattr(parent, attribute, None) is module for attribute in _GATE_ATTRIBUTES):
         return f"gate of {type(parent).__name__}: no squeeze-excitation matcher for it"
@@ -339,7 +341,7 @@ def survey_model(model: nn.Module) -> dict:
     left = collections.Counter(function_reasons)
     inside_fused_block = set()
     for path, module in model.named_modules():
-        if type(module) is FusedInvertedResidual:
+        if type(module) in _FUSED_BLOCKS:
             inside_fused_block.update(f"{path}.{name}" for name, _ in module.named_modules() if name)
             if module.se_reduce is not None:
                 fused["block"] += 1
@@ -355,7 +357,7 @@ def survey_model(model: nn.Module) -> dict:
             now = model.get_submodule(path)
         except AttributeError:
             now = None
-        block_counts[label][0] += type(now) is FusedInvertedResidual
+        block_counts[label][0] += type(now) in _FUSED_BLOCKS
         block_counts[label][1] += 1
     modules_before = sum(n for kind, n in hard_layers.items() if not kind.endswith("()"))
     left_modules = sum(left.values()) - len(function_reasons)
