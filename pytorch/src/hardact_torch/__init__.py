@@ -26,8 +26,8 @@ from .functional import (bias_activation, hardsigmoid, hardsigmoid_, hardsigmoid
                          scale_shift_activation_mean, scale_shift_residual_activation)
 from .modules import (BatchNormActivation, HardSigmoid, HardSigmoidSqueezeExcitation, HardSwish, HardTanh,
                       ReLU6)
-from .rewrite import (FusedInvertedResidual, fuse_batchnorm_activation, fuse_blocks, fuse_squeeze_excitation,
-                      optimize_for_inference, replace_activations)
+from .rewrite import (FusedGhostBottleneck, FusedInvertedResidual, fuse_batchnorm_activation, fuse_blocks,
+                      fuse_squeeze_excitation, optimize_for_inference, replace_activations)
 
 __all__ = [
     "SUPPORTED_DTYPES", "UNARY_OPS", "DTENSOR_SHARDING_REGISTERED", "sharded_ops",
@@ -36,7 +36,7 @@ __all__ = [
     "FUSED_ACTIVATIONS", "scale_shift_activation", "bias_activation", "residual_activation", "hardsigmoid_gate",
     "scale_shift_residual_activation", "scale_shift_activation_mean",
     "BatchNormActivation", "fuse_batchnorm_activation", "HardSigmoidSqueezeExcitation", "fuse_squeeze_excitation",
-    "FusedInvertedResidual", "fuse_blocks", "optimize_for_inference",
+    "FusedInvertedResidual", "FusedGhostBottleneck", "fuse_blocks", "optimize_for_inference",
     "CudaGraphInference", "cuda_graph_inference", "CudaGraphCache", "cuda_graph_cache",
 ]
 

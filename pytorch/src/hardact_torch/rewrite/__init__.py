@@ -1,9 +1,9 @@
 """hardact's model rewrites, in place: replace_activations, fuse_batchnorm_activation,
-fuse_squeeze_excitation, fuse_blocks (whole blocks as FusedInvertedResidual), and
+fuse_squeeze_excitation, fuse_blocks (whole blocks as FusedInvertedResidual or FusedGhostBottleneck), and
 optimize_for_inference, which runs them all.
 
 Imports run one way: matching (the matchers' shared vocabulary) <- activations, batchnorm, squeeze,
-fused_block <- timm_blocks, torchvision_blocks <- blocks <- this module.
+fused_block <- timm_blocks, torchvision_blocks <- ghost_blocks <- blocks <- this module.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from .activations import replace_activations
 from .batchnorm import fuse_batchnorm_activation
 from .blocks import fuse_blocks
 from .fused_block import FusedInvertedResidual
+from .ghost_blocks import FusedGhostBottleneck
 from .squeeze import fuse_squeeze_excitation
 
 __all__ = ["replace_activations", "fuse_batchnorm_activation", "fuse_squeeze_excitation", "FusedInvertedResidual",
-           "fuse_blocks", "optimize_for_inference"]
+           "FusedGhostBottleneck", "fuse_blocks", "optimize_for_inference"]
 
 
 def optimize_for_inference(model: nn.Module) -> dict[str, int]:
