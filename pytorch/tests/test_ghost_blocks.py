@@ -14,7 +14,7 @@ attention gate broadcast and interpolated), each block keeping its input's layou
 depthwise stage's parameters (RepGhost's identity branch in the centre tap, v3's branches summed)
 computing the stage; torch.compile on the CPU tracing a rewritten network. With a GPU: the
 rewritten networks against a float64 run of the original, float32 and bfloat16, both layouts,
-batch 1 and 3, 225x231, without gradients (the one-kernel stage taken in channels-last) and with
+batch 1 and 3, 225x231 and 224x224, without gradients (the one-kernel stage taken in channels-last) and with
 them (outputs and gradients against the original's).
 """
 
@@ -345,9 +345,10 @@ def tf32_off():
 @pytest.mark.parametrize("name", GPU_MODELS)
 def test_real_models(checks, generator, name) -> None:
     """The rewritten network (optimize_for_inference) against a float64 run of the original: in float32
-    (TF32 off) and bfloat16, both layouts, batch 1 and 3, 225x231, without gradients, its largest
-    difference at most 4x the original's own (in that dtype and layout, plus float32's rounding of
-    the largest output); in channels-last every covered depthwise stage takes the one kernel."""
+    (TF32 off) and bfloat16, both layouts, batch 1 and 3, 225x231 and 224x224, without gradients,
+    its largest difference at most 4x the original's own (in that dtype and layout, plus float32's
+    rounding of the largest output); in channels-last every covered depthwise stage takes the one
+    kernel."""
     base = build(name).cuda()
     reference = copy.deepcopy(base).double()
     rewritten = copy.deepcopy(base)
@@ -362,8 +363,9 @@ def test_real_models(checks, generator, name) -> None:
         return result
 
     with tf32_off(), torch.no_grad(), mock.patch.object(ghost_blocks._ConvolutionStage, "one_kernel", counting):
-        for batch in (1, 3):
-            x = torch.randn(batch, 3, 225, 231, device="cuda", generator=generator)
+        # Odd sizes (v2's gate interpolated), and an even one (broadcast).
+        for batch, size in ((1, (225, 231)), (3, (225, 231)), (3, (224, 224))):
+            x = torch.randn(batch, 3, *size, device="cuda", generator=generator)
             expected = reference(x.double())
             largest = expected.abs().max().item()
             for layout, memory_format in (("NCHW", torch.contiguous_format), ("channels-last", torch.channels_last)):
@@ -375,7 +377,7 @@ def test_real_models(checks, generator, name) -> None:
                     got = model(xl.to(dtype))
                     own = (original.double() - expected).abs().max().item()
                     ours = (got.double() - expected).abs().max().item()
-                    what = f"{name} batch {batch} {layout} {dtype}"
+                    what = f"{name} batch {batch} {size} {layout} {dtype}"
                     print(f"  {what}: largest difference to float64 {ours:.3g} (the original's {own:.3g})")
                     checks.record("" if ours <= 4 * own + 1e-6 * largest else f"{ours:.3g} against {own:.3g}",
                                   f"{what}: within 4x the original's difference to float64")

@@ -175,24 +175,26 @@ class _ReparameterisedStage(_ConvolutionStage):
 
 
 class FusedGhostBottleneck(nn.Module):
-    """An inference ghost bottleneck (timm's GhostBottleneck of GhostNet v1 and v2, RepGhostBottleneck)
-    with the passes between its convolutions fused:
+    """An inference ghost bottleneck (timm's GhostBottleneck of GhostNet v1 and v2, GhostBottleneckV3,
+    RepGhostBottleneck) with the passes between its convolutions fused:
 
-        x1 = norm(primary(x))                      the ghost module: a BatchNorm and activation in one
-        x2 = cheap(x1)                             pass; the cheap depthwise convolution, its BatchNorm,
-        y = cat(x1, x2)  (RepGhost: y = x2)        activation (and RepGhost's identity branch) in one
-                                                   kernel (_ConvolutionStage)
+        x1 = primary(x)                            the ghost module: the convolution, then its BatchNorm
+        x2 = cheap(x1)                             and activation in one pass; the cheap depthwise
+        y = cat(x1, x2)  (RepGhost: y = x2)        convolution, its BatchNorm and activation (RepGhost's
+                                                   identity branch) in one kernel (_ConvolutionStage)
         y = y * sigmoid(attention(pool(x)))        GhostNet v2's DFC attention, its gate broadcast
-        y, m = norm_dw(conv_dw(y)), mean           stride 2: the depthwise stage, with the squeeze's mean
+        y, m = depthwise(y), mean                  stride 2: the depthwise stage, with the squeeze's mean
         y = hardsigmoid_gate(y, excitation(m))     the excitation as matrix products on m (N, C)
         out = ghost2(y) + shortcut(x)              the shortcut's last BatchNorm and the add in one pass
 
     The squeeze's mean m comes from the pass that writes its input: the depthwise stage's kernel, or,
     where the squeeze follows the first ghost module, its two halves' passes (the means concatenated,
-    (N, C)); after v2's attention, from y. The convolutions are the block's own modules (shared); the
-    BatchNorms are folded (BatchNormActivation, frozen). Against the original the results differ by
-    rounding only (as FusedInvertedResidual's; RepGhost's identity branch, in the one-kernel stage,
-    is a term of the centre tap). For inference; differentiable, with the BatchNorms frozen."""
+    (N, C)); after v2's attention, from y. The concatenation is the copy the original makes too. The
+    convolutions are the block's own modules (shared); the BatchNorms are folded (BatchNormActivation,
+    frozen); GhostNet v3's branches are summed into one convolution per stage (_ReparameterisedStage).
+    Against the original the results differ by rounding only (as FusedInvertedResidual's; RepGhost's
+    identity branch, in the one-kernel stage, is a term of the centre tap). For inference;
+    differentiable, with the BatchNorms frozen."""
 
     excitation = FusedInvertedResidual.excitation
 
