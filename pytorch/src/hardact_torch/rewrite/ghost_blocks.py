@@ -24,7 +24,8 @@ __all__ = ["FusedGhostBottleneck"]
 # each BatchNorm with its activation in one pass, the cheap operation, its BatchNorm and activation in
 # one kernel (the depthwise stage of FusedInvertedResidual), the squeeze's mean from the passes that
 # write each half, the shortcut's last BatchNorm with the residual add, and (v2) the nearest upsampling
-# of the attention gate, read by broadcasting instead of written out.
+# of the attention gate, read by broadcasting instead of written out (TUNING.md#depthwise-stage,
+# TUNING.md#package-fused-ops).
 
 _DEPTHWISE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
