@@ -315,10 +315,12 @@ def test_kernel_parameters(checks, name) -> None:
                   f"{name}: the parameters made again after an in-place change")
 
 
-def test_compiled_on_cpu(checks) -> None:
-    """A rewritten GhostNet v2 traces whole under torch.compile(fullgraph=True) (backend eager) and
-    gives the original's outputs (float32, relative to the largest output)."""
-    base = build("ghostnetv2_100")
+@pytest.mark.parametrize("name", ["ghostnetv2_100", "ghostnetv3_050"])
+def test_compiled_on_cpu(checks, name) -> None:
+    """A rewritten GhostNet v2 (attention) and v3 (re-parameterised stages) trace whole under
+    torch.compile(fullgraph=True) (backend eager) and give the original's outputs (float32, relative
+    to the largest output)."""
+    base = build(name)
     rewritten = copy.deepcopy(base)
     ha.optimize_for_inference(rewritten)
     x = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(SEED))
@@ -326,7 +328,7 @@ def test_compiled_on_cpu(checks) -> None:
         expected = base(x)
         torch._dynamo.reset()
         got = torch.compile(rewritten, backend="eager", fullgraph=True)(x)
-    checks.record(relative_report(got, expected, 1e-4), "ghostnetv2_100 rewritten, compiled on the CPU")
+    checks.record(relative_report(got, expected, 1e-4), f"{name} rewritten, compiled on the CPU")
 
 
 # ---- GPU -----------------------------------------------------------------------------------------

@@ -163,7 +163,9 @@ class _ReparameterisedStage(_ConvolutionStage):
     def convolve(self, y: torch.Tensor) -> torch.Tensor:
         conv = self.conv
         compute = torch.float64 if conv.weight.dtype == torch.float64 else torch.float32
-        if torch.is_grad_enabled() and any(t.requires_grad for t in self._parameter_tensors()):
+        # Under torch.compile (part of the graph, no cache set while tracing) or where a gradient is wanted:
+        # made each call.
+        if _is_compiling() or (torch.is_grad_enabled() and any(t.requires_grad for t in self._parameter_tensors())):
             weight = _strided_like(self.weight(compute), conv.weight)
         else:
             key = tuple((t.data_ptr(), t._version, t.dtype) for t in self._parameter_tensors())
