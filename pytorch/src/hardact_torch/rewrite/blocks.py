@@ -21,8 +21,8 @@ def fuse_blocks(model: nn.Module) -> int:
     convolutions: the BatchNorms folded with their activations, the depthwise convolution, its
     BatchNorm and the squeeze's mean in one kernel, the excitation as matrix products, the residual add
     in the projection's BatchNorm pass; timm's ghost bottlenecks (GhostNet v1 and v2's GhostBottleneck,
-    RepGhostNet's RepGhostBottleneck) become FusedGhostBottleneck the same way. Returns how many blocks
-    it replaced.
+    v3's GhostBottleneckV3, RepGhostNet's RepGhostBottleneck) become FusedGhostBottleneck the same way.
+    Returns how many blocks it replaced.
 
     A block is recognised by its class (name and package, whose forward is known) and the exact
     types of its layers; one that holds anything else is left alone: another child module, a
