@@ -35,10 +35,10 @@ Detection of hard activations, before the rewrite (hard_layers):
 After optimize_for_inference, every hard layer is found in one of these places (module counts balance
 unless a module is shared between several places):
   - fused: a BatchNormActivation with a hard activation (folded with its BatchNorm: "batchnorm"; in
-    a fused block, FusedInvertedResidual, FusedLinearBottleneck or FusedStarBlock: "block"), a
-    HardSigmoidSqueezeExcitation's or HardSigmoidEffectiveSqueezeExcitation's gate
-    ("squeeze_excitation"), a FusedInvertedResidual's gate or the activation a FusedLinearBottleneck
-    with squeeze-excitation or a FusedStarBlock applies in a fused pass ("block");
+    a fused block, FusedInvertedResidual, FusedGhostBottleneck, FusedLinearBottleneck or FusedStarBlock:
+    "block"), a HardSigmoidSqueezeExcitation's or HardSigmoidEffectiveSqueezeExcitation's gate
+    ("squeeze_excitation"), a fused block's gate or the activation a FusedLinearBottleneck with
+    squeeze-excitation or a FusedStarBlock applies in a fused pass ("block");
   - left: a hard-activation module still standing alone (hardact's after replace_activations, or
     one it does not swap) or a function call, with the reason, derived from where it is:
       * the hidden activation of a fused squeeze-excitation (on the pooled (N, C), a pass of its own);
@@ -80,17 +80,21 @@ import torch.nn.functional as F
 import hardact_torch
 from hardact_torch.modules import (BatchNormActivation, HardSigmoidEffectiveSqueezeExcitation,
                                    HardSigmoidSqueezeExcitation)
+from hardact_torch.rewrite.blocks import _MATCHERS
 from hardact_torch.rewrite.bottleneck_blocks import FusedLinearBottleneck, FusedStarBlock
+from hardact_torch.rewrite.conv_layer_blocks import FusedLevitBlock
 from hardact_torch.rewrite.fused_block import FusedInvertedResidual
+from hardact_torch.rewrite.ghost_blocks import FusedGhostBottleneck
 from hardact_torch.rewrite.matching import _children, _folded_norm, _package, _squeeze_layers
 from hardact_torch.rewrite.timm_blocks import _inactive_in_eval, _timm_block
 from hardact_torch.rewrite.torchvision_blocks import _conv_norm_activation, _torchvision_block
 
 _CONTAINERS = (nn.Sequential, nn.ModuleList, nn.ModuleDict)
-_MATCHER_BLOCKS = ("InvertedResidual", "DepthwiseSeparableConv")  # the class names fuse_blocks asks about
+_MATCHER_BLOCKS = tuple(_MATCHERS)  # the class names fuse_blocks asks about
 _GATE_ATTRIBUTES = ("gate", "gate_fn", "scale_activation")
 _FUSED_HARD = ("hardswish", "hardsigmoid", "relu6", "hardtanh")  # BatchNormActivation.activation values
-_FUSED_BLOCKS = (FusedInvertedResidual, FusedLinearBottleneck, FusedStarBlock)  # what fuse_blocks makes
+# What fuse_blocks makes.
+_FUSED_BLOCKS = (FusedInvertedResidual, FusedGhostBottleneck, FusedLinearBottleneck, FusedStarBlock, FusedLevitBlock)
 
 
 def _hard_module_classes() -> list[tuple[type, str]]:
@@ -223,8 +227,13 @@ def _block_label(module: nn.Module) -> str:
 
 def declined_because(block: nn.Module) -> str | None:
     """Why fuse_blocks' matcher declines an eval-mode timm or torchvision InvertedResidual /
-    DepthwiseSeparableConv, in words; None where it accepts it."""
+    DepthwiseSeparableConv (or another block class fuse_blocks asks about), in words; None where it
+    accepts it."""
     package, kind = _package(block), type(block).__name__
+    if kind in _MATCHERS and _MATCHERS[kind](block) is not None:
+        return None
+    if kind not in ("InvertedResidual", "DepthwiseSeparableConv"):
+        return f"{package}.{kind}: a layer, activation or option its matcher does not know"
     if package == "timm":
         if _timm_block(block) is not None:
             return None
@@ -287,7 +296,7 @@ def _left_reason(model: nn.Module, path: str, how: str, declined: dict[str, str]
     parent_path, parent = chain[-2]
     if kind == "hard_mish":
         return "hard-mish: hardact has no op for it"
-    if type(parent) in (HardSigmoidSqueezeExcitation, FusedInvertedResidual):
+    if type(parent) in (HardSigmoidSqueezeExcitation,) + _FUSED_BLOCKS:
         return "hidden activation of a fused squeeze-excitation (on the pooled N x C, its own pass)"
     if any(getattr(parent, attribute, None) is module for attribute in _GATE_ATTRIBUTES):
         return f"gate of {type(parent).__name__}: no squeeze-excitation matcher for it"

@@ -1,7 +1,7 @@
 """Tests of the field survey (pytorch/bench/field_survey.py), on the CPU: its per-model function on
 real timm and torchvision models built on the meta device, against counts made here module by
 module; that what optimize_for_inference fuses and what it leaves add up to what was there; that
-GhostNet's blocks are reported as not fused whole, its squeeze-excitation gates as fused; that
+GhostNet's blocks are reported as fused whole, their squeeze-excitation gates in them; that
 what is left carries its reason (torchvision MobileNetV3's classifier, LeViT's attention); and
 that functions held as attributes and BatchNorms outside an nn.Sequential are found, on small
 hand-made models.
@@ -73,14 +73,15 @@ def test_mobilenetv3_blocks_fused_whole():
     assert record["left"] == {"after a Conv2d without BatchNorm (no bias + activation rewrite)": 1}
 
 
-def test_ghostnet_blocks_have_no_matcher_and_gates_fuse():
+def test_ghostnet_blocks_fused_whole():
     model = _meta_model("timm", "ghostnet_050")
-    bottlenecks = sum(type(m).__name__ == "GhostBottleneck" and type(getattr(m, "se", None)).__name__ == "SqueezeExcite"
-                      for m in model.modules())
+    bottlenecks = sum(type(m).__name__ == "GhostBottleneck" for m in model.modules())
+    gated = sum(type(m).__name__ == "GhostBottleneck" and type(getattr(m, "se", None)).__name__ == "SqueezeExcite"
+                for m in model.modules())
     record = field_survey.survey_model(model)
-    assert record["blocks"]["timm.GhostBottleneck"] == [0, bottlenecks]
-    assert record["rewrite"]["blocks"] == 0
-    assert record["fused"] == {"squeeze_excitation": record["hard_layers"]["hardsigmoid"]}
+    assert record["blocks"]["timm.GhostBottleneck"] == [gated, gated]
+    assert record["rewrite"]["blocks"] == bottlenecks
+    assert record["fused"] == {"block": record["hard_layers"]["hardsigmoid"]}
 
 
 def test_left_layers_carry_their_reason():

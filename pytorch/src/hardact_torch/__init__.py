@@ -26,8 +26,9 @@ from .functional import (bias_activation, hardsigmoid, hardsigmoid_, hardsigmoid
                          scale_shift_activation_mean, scale_shift_residual_activation)
 from .modules import (BatchNormActivation, HardSigmoid, HardSigmoidEffectiveSqueezeExcitation,
                       HardSigmoidSqueezeExcitation, HardSwish, HardTanh, ReLU6)
-from .rewrite import (FusedInvertedResidual, FusedLinearBottleneck, FusedStarBlock, fuse_batchnorm_activation,
-                      fuse_blocks, fuse_squeeze_excitation, optimize_for_inference, replace_activations)
+from .rewrite import (FusedGhostBottleneck, FusedInvertedResidual, FusedLinearBottleneck, FusedStarBlock,
+                      fuse_batchnorm_activation, fuse_blocks, fuse_squeeze_excitation, optimize_for_inference,
+                      replace_activations)
 
 __all__ = [
     "SUPPORTED_DTYPES", "UNARY_OPS", "DTENSOR_SHARDING_REGISTERED", "sharded_ops",
@@ -37,7 +38,8 @@ __all__ = [
     "scale_shift_residual_activation", "scale_shift_activation_mean",
     "BatchNormActivation", "fuse_batchnorm_activation", "HardSigmoidSqueezeExcitation", "fuse_squeeze_excitation",
     "HardSigmoidEffectiveSqueezeExcitation",
-    "FusedInvertedResidual", "FusedLinearBottleneck", "FusedStarBlock", "fuse_blocks", "optimize_for_inference",
+    "FusedInvertedResidual", "FusedGhostBottleneck", "FusedLinearBottleneck", "FusedStarBlock", "fuse_blocks",
+    "optimize_for_inference",
     "CudaGraphInference", "cuda_graph_inference", "CudaGraphCache", "cuda_graph_cache",
 ]
 

@@ -1,6 +1,6 @@
-"""fuse_blocks: walks a model and asks each library's matcher (timm_blocks, torchvision_blocks,
-bottleneck_blocks) for a fused module (FusedInvertedResidual, FusedLinearBottleneck, FusedStarBlock) in place of each
-block it recognises."""
+"""fuse_blocks: walks a model and asks each family's matcher (timm_blocks, torchvision_blocks,
+ghost_blocks, bottleneck_blocks, conv_layer_blocks) for a fused module in place of each block it
+recognises."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from torch import nn
 from ..modules import BatchNormActivation
 from .bottleneck_blocks import _bottleneck_block
 from .conv_layer_blocks import _fuse_conv_layer_blocks
+from .ghost_blocks import _GHOST_BLOCKS, _ghost_block
 from .matching import _package
 from .timm_blocks import _timm_block
 from .torchvision_blocks import _torchvision_block
@@ -16,17 +17,34 @@ from .torchvision_blocks import _torchvision_block
 __all__ = ["fuse_blocks"]
 
 
+def _inverted_residual(block: nn.Module):
+    return _timm_block(block) if _package(block) == "timm" else _torchvision_block(block)
+
+
+# The class names fuse_blocks asks about, and the matcher each goes to; a matcher checks the package
+# and the children itself and answers None for a block it does not know.
+_MATCHERS = {"InvertedResidual": _inverted_residual, "DepthwiseSeparableConv": _inverted_residual,
+             "LinearBottleneck": _bottleneck_block, "Block": _bottleneck_block,
+             **{name: _ghost_block for name in _GHOST_BLOCKS}}
+
+
 def fuse_blocks(model: nn.Module) -> int:
-    """Rewrites an eval-mode model in place: every inverted-residual and depthwise-separable block of
-    timm's MobileNetV3 / LCNet family (timm's InvertedResidual and DepthwiseSeparableConv) and of
-    torchvision's MobileNetV3 and MobileNetV2 (their InvertedResidual), and the MBConv / DSConv /
-    FusedMBConv blocks of timm's EfficientViT-B, CPUBone and LowFormer with their ResidualBlock's
-    identity shortcut (conv_layer_blocks; LeViT's blocks there become a FusedLevitBlock, its MLP's
-    BatchNorms, activation and residual add in two passes), becomes one FusedInvertedResidual sharing its
-    convolutions: the BatchNorms folded with their activations, the depthwise convolution, its
-    BatchNorm and the squeeze's mean in one kernel, the excitation as matrix products, the residual add
-    in the projection's BatchNorm pass. timm's ReXNet LinearBottleneck becomes a FusedLinearBottleneck
-    and timm's StarNet Block a FusedStarBlock (bottleneck_blocks). Returns how many blocks it replaced.
+    """Rewrites an eval-mode model in place: every block of a family hardact knows becomes one fused
+    module sharing its convolutions, the BatchNorms folded with their activations, the depthwise
+    convolution, its BatchNorm (and the squeeze's mean) in one kernel, the excitation as matrix
+    products, the residual add in the last BatchNorm's pass:
+      - FusedInvertedResidual: the inverted-residual and depthwise-separable blocks of timm's
+        MobileNetV3 / LCNet / EfficientNet family (InvertedResidual, DepthwiseSeparableConv), of
+        torchvision's MobileNetV3 and MobileNetV2 (InvertedResidual), and the MBConv / DSConv /
+        FusedMBConv blocks of timm's EfficientViT-B, CPUBone and LowFormer with their ResidualBlock's
+        identity shortcut (conv_layer_blocks);
+      - FusedLevitBlock: LeViT's blocks, the MLP's BatchNorms, activation and residual add in two
+        passes, the attention left to PyTorch (conv_layer_blocks);
+      - FusedGhostBottleneck: timm's GhostNet v1 and v2 GhostBottleneck, v3's GhostBottleneckV3,
+        RepGhostNet's RepGhostBottleneck (ghost_blocks);
+      - FusedLinearBottleneck, FusedStarBlock: timm's ReXNet LinearBottleneck and StarNet Block
+        (bottleneck_blocks).
+    Returns how many blocks it replaced.
 
     A block is recognised by its class (name and package, whose forward is known) and the exact
     types of its layers; one that holds anything else is left alone: another child module, a
@@ -45,15 +63,12 @@ def fuse_blocks(model: nn.Module) -> int:
     fused = _fuse_conv_layer_blocks(model)
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
+            matcher = _MATCHERS.get(type(child).__name__)
             # BatchNormActivation does the same in either mode (fuse_batchnorm_activation's are
             # left in training mode): a block it already rewrote is fused too.
-            if type(child).__name__ not in ("InvertedResidual", "DepthwiseSeparableConv", "LinearBottleneck", "Block") \
-                    or any(m.training for m in child.modules() if type(m) is not BatchNormActivation):
+            if matcher is None or any(m.training for m in child.modules() if type(m) is not BatchNormActivation):
                 continue
-            if type(child).__name__ in ("LinearBottleneck", "Block"):
-                block = _bottleneck_block(child)
-            else:
-                block = _timm_block(child) if _package(child) == "timm" else _torchvision_block(child)
+            block = matcher(child)
             if block is not None:
                 setattr(parent, name, block.train(False))
                 fused += 1
