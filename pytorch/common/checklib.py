@@ -4,10 +4,12 @@ on sys.path in one line (tests/conftest.py, bench/*.py, examples/dtensor_example
 
 from __future__ import annotations
 
+import copy
 import math
 import sys
 
 import torch
+from torch import nn
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
 NAMES = {
@@ -111,3 +113,60 @@ def describe_gpu() -> str:
     if not torch.cuda.is_available():
         return f"PyTorch {torch.__version__}, no CUDA GPU visible"
     return f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}), {torch.cuda.get_device_name()}"
+
+
+class Custom(nn.Module):
+    """A module no rewrite knows (its forward could be anything): put in a block, the block must be
+    left alone."""
+
+    def __init__(self, inner: nn.Module):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x)
+
+
+def randomise_batchnorms(model: nn.Module, seed: int = 7, convolution_biases: bool = False) -> nn.Module:
+    """BatchNorm statistics and affine parameters away from their defaults (running_mean ~ N(0, 0.5),
+    running_var ~ U(0.5, 2), weight ~ U(0.5, 1.5), bias ~ N(0, 0.3)), and with convolution_biases the
+    biases of nn.Conv2d ~ N(0, 0.3), drawn in module order, so that the folds are not trivial."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
+                n = m.num_features
+                m.running_mean.copy_(torch.randn(n, generator=generator) * 0.5)
+                m.running_var.copy_(torch.rand(n, generator=generator) * 1.5 + 0.5)
+                if m.weight is not None:
+                    m.weight.copy_(torch.rand(n, generator=generator) + 0.5)
+                    m.bias.copy_(torch.randn(n, generator=generator) * 0.3)
+            elif convolution_biases and isinstance(m, nn.Conv2d) and m.bias is not None:
+                m.bias.copy_(torch.randn(m.bias.shape, generator=generator) * 0.3)
+    return model
+
+
+def fuse_blocks_in_order(model: nn.Module, blocks_first: bool) -> int:
+    """fuse_blocks before, or after, fuse_batchnorm_activation and fuse_squeeze_excitation (a block
+    rewritten module by module first must still fuse whole); fuse_blocks' count."""
+    import hardact_torch as ha
+    if blocks_first:
+        fused = ha.fuse_blocks(model)
+    ha.fuse_batchnorm_activation(model)
+    ha.fuse_squeeze_excitation(model)
+    return fused if blocks_first else ha.fuse_blocks(model)
+
+
+def edited_block_left_alone(base: nn.Module, edit, classes: tuple[str, ...]) -> str:
+    """'' when, in a copy of base whose one block edit(model) changed, fuse_blocks fuses every other
+    block of the classes named and leaves that one as it is; else what it did."""
+    import hardact_torch as ha
+    blocks = sum(1 for m in base.modules() if type(m).__name__ in classes)
+    model = copy.deepcopy(base)
+    edit(model)
+    edited = [m for m in model.modules() if type(m).__name__ in classes]
+    fused = ha.fuse_blocks(model)
+    kept = [m for m in model.modules() if type(m).__name__ in classes]
+    if fused == blocks - 1 and len(kept) == 1 and any(kept[0] is m for m in edited):
+        return ""
+    return f"fused {fused} of {blocks}, {len(kept)} left"

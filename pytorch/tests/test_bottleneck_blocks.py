@@ -36,7 +36,7 @@ from torch import nn
 import hardact_torch as ha
 import hardact_torch.functional as functional
 import hardact_torch.rewrite.fused_block as fused_block
-from checklib import mismatch_report
+from checklib import Custom, mismatch_report, randomise_batchnorms
 
 SEED = 53
 
@@ -48,20 +48,6 @@ EFFECTIVE_SE_MODELS = [("ese_vovnet19b_dw", 4), ("rdnet_tiny", 15), ("cspnext_ti
 # Every network whose rewritten outputs are compared with the original's.
 ALL_MODELS = [(library, name) for library, name, *_ in BLOCK_MODELS] + \
     [("timm", name) for name, _ in EFFECTIVE_SE_MODELS]
-
-
-def randomise_batchnorms(model: nn.Module, seed: int = 7) -> None:
-    """BatchNorm statistics and affine parameters away from their defaults, so the folds are not trivial."""
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
-                n = m.num_features
-                m.running_mean.copy_(torch.randn(n, generator=generator) * 0.5)
-                m.running_var.copy_(torch.rand(n, generator=generator) * 1.5 + 0.5)
-                if m.weight is not None:
-                    m.weight.copy_(torch.rand(n, generator=generator) + 0.5)
-                    m.bias.copy_(torch.randn(n, generator=generator) * 0.3)
 
 
 def build(library: str, name: str, device: str = "cpu") -> nn.Module:
@@ -122,17 +108,6 @@ def test_block_structure(checks, library, name, block, blocks) -> None:
         checks.record("" if ha.fuse_blocks(model) == 0 else "rewrote again", f"{name} {order}: fuse_blocks twice")
     counts = ha.optimize_for_inference(copy.deepcopy(base))
     checks.record("" if counts["blocks"] == blocks else f"counts {counts}", f"{name}: optimize_for_inference")
-
-
-class Custom(nn.Module):
-    """A module no matcher knows (its forward could be anything)."""
-
-    def __init__(self, inner: nn.Module):
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.inner(x)
 
 
 def untracked(bn: nn.Module) -> None:

@@ -32,6 +32,7 @@ from torch import nn
 import hardact_torch as ha
 import hardact_torch.functional as functional
 import hardact_torch.rewrite.fused_block as fused_block
+from checklib import Custom, randomise_batchnorms
 from hardact_torch.rewrite import conv_layer_blocks
 
 timm = pytest.importorskip("timm")
@@ -55,30 +56,12 @@ def functional_forms():
         yield
 
 
-def randomise(model: nn.Module, seed: int = 5) -> nn.Module:
-    """BatchNorm statistics and affine parameters away from their defaults (running_mean ~ N(0, 0.5),
-    running_var ~ U(0.5, 2), weight ~ U(0.5, 1.5), bias ~ N(0, 0.3)) and convolution biases ~
-    N(0, 0.3), so that the folds are not trivial."""
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.modules.batchnorm._BatchNorm):
-                n = m.num_features
-                m.running_mean.copy_(torch.randn(n, generator=generator) * 0.5)
-                m.running_var.copy_(torch.rand(n, generator=generator) * 1.5 + 0.5)
-                m.weight.copy_(torch.rand(n, generator=generator) + 0.5)
-                m.bias.copy_(torch.randn(n, generator=generator) * 0.3)
-            elif isinstance(m, nn.Conv2d) and m.bias is not None:
-                m.bias.copy_(torch.randn(m.bias.shape, generator=generator) * 0.3)
-    return model
-
-
 def build(name: str, device: str = "cpu") -> nn.Module:
     torch.manual_seed(0)
     with torch.device(device):
         model = timm.create_model(name, pretrained=False)
     if device != "meta":
-        randomise(model)
+        randomise_batchnorms(model, seed=5, convolution_biases=True)
     return model.eval()
 
 
@@ -163,17 +146,6 @@ def test_structure_on_meta(checks, name) -> None:
 
 def first_residual(model: nn.Module, main: str) -> nn.Module:
     return next(m for m in model.modules() if type(m).__name__ == "ResidualBlock" and type(m.main).__name__ == main)
-
-
-class Custom(nn.Module):
-    """A module the rewrite does not know (its forward could be anything)."""
-
-    def __init__(self, inner: nn.Module):
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.inner(x)
 
 
 def near_misses(name: str) -> list[tuple[str, str, callable]]:
@@ -312,7 +284,7 @@ def test_layers_and_bare_blocks_on_cpu(checks) -> None:
     ]
     x = torch.randn(2, 8, 13, 11, dtype=torch.float64)
     for what, layer in layers:
-        layer = randomise(layer).double().eval()
+        layer = randomise_batchnorms(layer, seed=5, convolution_biases=True).double().eval()
         rewritten = copy.deepcopy(layer)
         done = conv_layer_blocks._fold_layer(rewritten)
         checks.record("" if done == 1 and type(rewritten.norm) is ha.BatchNormActivation
@@ -328,7 +300,7 @@ def test_layers_and_bare_blocks_on_cpu(checks) -> None:
                                                act_layer=(nn.Hardswish, nn.ReLU6, None))),
     ]
     for what, block in blocks:
-        block = randomise(block).double().eval()
+        block = randomise_batchnorms(block, seed=5, convolution_biases=True).double().eval()
         fused = conv_layer_blocks._conv_layer_block(block)
         checks.record("" if isinstance(fused, ha.FusedInvertedResidual) and not fused.skip else "not fused",
                       f"{what}: fused without a skip")

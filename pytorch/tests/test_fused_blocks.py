@@ -38,7 +38,8 @@ import torch.nn.functional as F
 from torch import nn
 
 import hardact_torch as ha
-from checklib import FLOAT_DTYPES, NAMES, mismatch_report, raises
+from checklib import (FLOAT_DTYPES, NAMES, Custom, edited_block_left_alone, fuse_blocks_in_order, mismatch_report,
+                      raises)
 from test_fused import (ACTIVATIONS, channel_view, compute_dtype, layout_report, layouts, meta_like,
                         reference_activation, reference_scale_shift)
 
@@ -321,14 +322,7 @@ def test_fuse_blocks_structure(checks, library, name) -> None:
     blocks = count_blocks(base)
     for order in ("blocks first", "blocks last"):
         model = copy.deepcopy(base)
-        if order == "blocks first":
-            fused = ha.fuse_blocks(model)
-            ha.fuse_batchnorm_activation(model)
-            ha.fuse_squeeze_excitation(model)
-        else:
-            ha.fuse_batchnorm_activation(model)
-            ha.fuse_squeeze_excitation(model)
-            fused = ha.fuse_blocks(model)
+        fused = fuse_blocks_in_order(model, order == "blocks first")
         checks.record("" if fused == blocks > 0 and count_blocks(model) == 0 else
                       f"fused {fused} of {blocks}, {count_blocks(model)} left", f"{name} {order}: every block fused")
         inside = [type(m).__name__ for block in model.modules() if isinstance(block, ha.FusedInvertedResidual)
@@ -340,17 +334,6 @@ def test_fuse_blocks_structure(checks, library, name) -> None:
     counts = ha.optimize_for_inference(copy.deepcopy(base))
     checks.record("" if counts["blocks"] == blocks and counts["squeeze_excitations"] == 0 else f"counts {counts}",
                   f"{name}: optimize_for_inference fuses the blocks first")
-
-
-class Custom(nn.Module):
-    """A module fuse_blocks does not know (its forward could be anything)."""
-
-    def __init__(self, inner: nn.Module):
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.inner(x)
 
 
 def unknown_variants(library: str) -> list[tuple[str, callable]]:
@@ -400,15 +383,8 @@ def unknown_variants(library: str) -> list[tuple[str, callable]]:
 def test_fuse_blocks_leaves_unknown_blocks(checks, library, name) -> None:
     """A block holding something fuse_blocks cannot prove equivalent stays as it is; the others fuse."""
     base = build(library, name)
-    blocks = count_blocks(base)
     for what, edit in unknown_variants(library):
-        model = copy.deepcopy(base)
-        edit(model)
-        edited = [m for m in model.modules() if type(m).__name__ in BLOCK_CLASSES]
-        fused = ha.fuse_blocks(model)
-        kept = [m for m in model.modules() if type(m).__name__ in BLOCK_CLASSES]
-        checks.record("" if fused == blocks - 1 and len(kept) == 1 and any(kept[0] is m for m in edited) else
-                      f"fused {fused} of {blocks}, {len(kept)} left", f"{name} with {what}: that block left alone")
+        checks.record(edited_block_left_alone(base, edit, BLOCK_CLASSES), f"{name} with {what}: that block left alone")
 
 
 @pytest.mark.parametrize("library, name", REAL_MODELS)

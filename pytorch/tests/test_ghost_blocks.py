@@ -33,6 +33,7 @@ import hardact_torch as ha
 import hardact_torch.functional as functional
 import hardact_torch.rewrite.fused_block as fused_block
 import hardact_torch.rewrite.ghost_blocks as ghost_blocks
+from checklib import Custom, edited_block_left_alone, fuse_blocks_in_order, randomise_batchnorms
 
 timm = pytest.importorskip("timm")
 
@@ -45,20 +46,6 @@ GPU_MODELS = ["ghostnet_050", "ghostnetv2_100", "repghostnet_050"]
 
 def count_blocks(model: nn.Module) -> int:
     return sum(1 for m in model.modules() if type(m).__name__ in GHOST_CLASSES)
-
-
-def randomise_batchnorms(model: nn.Module, seed: int = 7) -> None:
-    """BatchNorm statistics and affine parameters away from their defaults, so that the folds are not
-    trivial: running_mean ~ N(0, 0.5), running_var ~ U(0.5, 2), weight ~ U(0.5, 1.5), bias ~ N(0, 0.3)."""
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.modules.batchnorm._BatchNorm):
-                n = m.num_features
-                m.running_mean.copy_(torch.randn(n, generator=generator) * 0.5)
-                m.running_var.copy_(torch.rand(n, generator=generator) * 1.5 + 0.5)
-                m.weight.copy_(torch.rand(n, generator=generator) + 0.5)
-                m.bias.copy_(torch.randn(n, generator=generator) * 0.3)
 
 
 def build(name: str, meta: bool = False) -> nn.Module:
@@ -108,14 +95,7 @@ def test_structure(checks, name) -> None:
     checks.record("" if blocks == 16 else f"{blocks} blocks", f"{name}: 16 ghost bottlenecks")
     for order in ("blocks first", "blocks last"):
         model = copy.deepcopy(base)
-        if order == "blocks first":
-            fused = ha.fuse_blocks(model)
-            ha.fuse_batchnorm_activation(model)
-            ha.fuse_squeeze_excitation(model)
-        else:
-            ha.fuse_batchnorm_activation(model)
-            ha.fuse_squeeze_excitation(model)
-            fused = ha.fuse_blocks(model)
+        fused = fuse_blocks_in_order(model, order == "blocks first")
         checks.record("" if fused == blocks and count_blocks(model) == 0 else
                       f"fused {fused} of {blocks}, {count_blocks(model)} left", f"{name} {order}: every block fused")
         inside = [type(m).__name__ for block in model.modules() if type(block) is ghost_blocks.FusedGhostBottleneck
@@ -140,17 +120,6 @@ def test_one_kernel_covers_the_default_widths(checks) -> None:
         uncovered = [m.conv.in_channels for m in stages if m.filter is None]
         checks.record("" if len(stages) == 41 and not uncovered else f"{len(stages)} stages, not covered: {uncovered}",
                       f"{name}: each of the 41 depthwise stages takes the one kernel")
-
-
-class Custom(nn.Module):
-    """A module fuse_blocks does not know (its forward could be anything)."""
-
-    def __init__(self, inner: nn.Module):
-        super().__init__()
-        self.inner = inner
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.inner(x)
 
 
 def _first(model: nn.Module, predicate) -> nn.Module:
@@ -221,15 +190,8 @@ UNKNOWN = {
 def test_leaves_unknown_blocks(checks, name) -> None:
     """A block holding something the matcher cannot prove equivalent stays as it is; the others fuse."""
     base = build(name)
-    blocks = count_blocks(base)
     for what, edit in UNKNOWN[name]:
-        model = copy.deepcopy(base)
-        edit(model)
-        edited = [m for m in model.modules() if type(m).__name__ in GHOST_CLASSES]
-        fused = ha.fuse_blocks(model)
-        kept = [m for m in model.modules() if type(m).__name__ in GHOST_CLASSES]
-        checks.record("" if fused == blocks - 1 and len(kept) == 1 and any(kept[0] is m for m in edited) else
-                      f"fused {fused} of {blocks}, {len(kept)} left", f"{name} with {what}: that block left alone")
+        checks.record(edited_block_left_alone(base, edit, GHOST_CLASSES), f"{name} with {what}: that block left alone")
 
 
 @pytest.mark.parametrize("name", MODELS)

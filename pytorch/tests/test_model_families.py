@@ -27,7 +27,7 @@ from torch import nn
 
 import hardact_torch as ha
 from checklib import mismatch_report
-from test_fused_blocks import gentle_batchnorms
+from test_fused_blocks import build as build_network
 
 SEED = 53
 ODD = (225, 231)
@@ -60,20 +60,13 @@ BOUND = 4.0  # the rewrite's error against float64, in units of the original's o
 
 
 def build(library: str, name: str) -> nn.Module:
-    """The model with random weights (gentle BatchNorms), in eval mode, on the CPU; skips the test when
-    the library or the model is missing."""
+    """test_fused_blocks.build (random weights, gentle BatchNorms, eval, CPU); skips the test when the
+    installed timm has no such model."""
     if library == "timm":
         timm = pytest.importorskip("timm")
         if name not in timm.list_models():
             pytest.skip(f"timm {timm.__version__} has no {name}")
-        torch.manual_seed(0)
-        model = timm.create_model(name, pretrained=False)
-    else:
-        models = pytest.importorskip("torchvision.models")
-        torch.manual_seed(0)
-        model = getattr(models, name)(weights=None)
-    gentle_batchnorms(model)
-    return model.eval()
+    return build_network(library, name)
 
 
 def largest_difference(got: torch.Tensor, reference: torch.Tensor) -> float:
