@@ -1,7 +1,7 @@
 """Tests of the bottleneck-block rewrites: torchvision's MobileNetV2 InvertedResidual fused whole
 (FusedInvertedResidual); timm's EffectiveSEModule gated by a hard sigmoid (VoVNet's eSE, RDNet,
-CSPNeXt) as HardSigmoidEffectiveSqueezeExcitation; timm's StarNet Block as FusedStarBlock; timm's
-ReXNet LinearBottleneck left alone.
+CSPNeXt) as HardSigmoidEffectiveSqueezeExcitation; timm's ReXNet LinearBottleneck as
+FusedLinearBottleneck; timm's StarNet Block as FusedStarBlock.
 
     pytest pytorch/tests/test_bottleneck_blocks.py              # the tests marked cuda skip without a GPU
     pytest pytorch/tests/test_bottleneck_blocks.py -k structure # the structural tests only
@@ -12,8 +12,8 @@ something the matcher cannot prove equivalent (an extra child, an activation har
 a BatchNorm without statistics, a custom convolution) is left alone while the others fuse; on the
 CPU in float64, with the fused ops' compile switches patched so that every op takes its
 torch.nn.functional form, the rewritten network gives the original's outputs (allclose), without
-a gradient (the fused paths: matrix products, biases in the passes after their convolutions) and
-with one (the differentiable forms), batch 1 and 2, NCHW and channels-last.
+a gradient (the fused paths: matrix products, the gate and activation in one pass, the residual
+added in place) and with one (the differentiable forms), batch 1 and 2, NCHW and channels-last.
 With a GPU: the rewritten network against a float64 run of the original, float32 and bfloat16,
 channels-last, batch 1 and 3, an odd input size (225x231), BatchNorm statistics away from their
 defaults: its largest error at most 4x the original's own (plus one unit of the dtype's epsilon of
@@ -41,8 +41,9 @@ from checklib import Custom, mismatch_report, randomise_batchnorms
 SEED = 53
 
 # (library, model, the block class fuse_blocks replaces, how many the model holds).
-BLOCK_MODELS = [("torchvision", "mobilenet_v2", "InvertedResidual", 17), ("timm", "starnet_s1", "Block", 15)]
-FUSED_BLOCKS = (ha.FusedInvertedResidual, ha.FusedStarBlock)
+BLOCK_MODELS = [("torchvision", "mobilenet_v2", "InvertedResidual", 17), ("timm", "rexnet_100", "LinearBottleneck", 16),
+                ("timm", "starnet_s1", "Block", 15)]
+FUSED_BLOCKS = (ha.FusedInvertedResidual, ha.FusedLinearBottleneck, ha.FusedStarBlock)
 # (model, how many hard-sigmoid gated EffectiveSEModule it holds): the smallest of each family.
 EFFECTIVE_SE_MODELS = [("ese_vovnet19b_dw", 4), ("rdnet_tiny", 15), ("cspnext_tiny", 4)]
 # Every network whose rewritten outputs are compared with the original's.
@@ -88,7 +89,8 @@ def relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
 @pytest.mark.parametrize("library, name, block, blocks", BLOCK_MODELS)
 def test_block_structure(checks, library, name, block, blocks) -> None:
     """Every block is fused, in either order with the other rewrites (meta device); afterwards no
-    BatchNorm is left inside a fused block and a second fuse_blocks finds nothing."""
+    BatchNorm is left inside a fused block (but in a FusedLinearBottleneck's expansion, kept whole: its
+    SiLU is not fused) and a second fuse_blocks finds nothing."""
     base = build(library, name, "meta")
     checks.record("" if count(base, block) == blocks else f"{count(base, block)} blocks",
                   f"{name} holds {blocks} {block}")
@@ -103,7 +105,7 @@ def test_block_structure(checks, library, name, block, blocks) -> None:
         checks.record("" if fused == blocks and count(model, block) == 0 else
                       f"fused {fused}, {count(model, block)} left", f"{name} {order}: every {block} fused")
         inside = [path for b in model.modules() if isinstance(b, FUSED_BLOCKS) for path, m in b.named_modules()
-                  if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+                  if isinstance(m, nn.modules.batchnorm._BatchNorm) and not path.startswith("expansion.")]
         checks.record("" if not inside else f"found {inside[:3]}", f"{name} {order}: no BatchNorm in a fused block")
         checks.record("" if ha.fuse_blocks(model) == 0 else "rewrote again", f"{name} {order}: fuse_blocks twice")
     counts = ha.optimize_for_inference(copy.deepcopy(base))
@@ -130,6 +132,28 @@ def mobilenet_v2_near_misses() -> list[tuple[str, callable]]:
     ]
 
 
+def rexnet_near_misses() -> list[tuple[str, callable]]:
+    """(what, edit of one block of timm's rexnet_100) that fuse_blocks must leave alone."""
+    def first(model, squeeze=True):
+        return next(m for m in model.modules() if type(m).__name__ == "LinearBottleneck"
+                    and (m.se is not None) == squeeze and m.use_shortcut)
+
+    return [
+        ("an extra child module", lambda model: setattr(first(model), "extra", nn.Identity())),
+        ("an activation hardact does not fuse", lambda model: setattr(first(model, False), "act_dw", nn.SiLU())),
+        ("a depthwise BatchNorm with its own activation", lambda model: setattr(
+            first(model, False).conv_dw.bn, "act", nn.ReLU())),
+        ("a squeeze-excitation gated by a hard sigmoid", lambda model: setattr(first(model).se, "gate",
+                                                                                 nn.Hardsigmoid())),
+        ("a squeeze-excitation with add_maxpool", lambda model: setattr(first(model).se, "add_maxpool", True)),
+        ("a custom squeeze-excitation", lambda model: setattr(first(model), "se", Custom(first(model).se))),
+        ("a drop path that is a custom module", lambda model: setattr(first(model), "drop_path",
+                                                                       Custom(nn.Identity()))),
+        ("a BatchNorm without running statistics", lambda model: untracked(first(model).conv_pwl.bn)),
+        ("anti-aliasing", lambda model: setattr(first(model).conv_dw, "aa", nn.AvgPool2d(1))),
+    ]
+
+
 def starnet_near_misses() -> list[tuple[str, callable]]:
     """(what, edit of one block of timm's starnet_s1) that fuse_blocks must leave alone."""
     def first(model):
@@ -149,16 +173,9 @@ def starnet_near_misses() -> list[tuple[str, callable]]:
     ]
 
 
-
-def test_rexnet_left_alone(checks) -> None:
-    """timm's ReXNet LinearBottleneck has no block matcher: fuse_blocks leaves its 16 blocks as they are."""
-    model = build("timm", "rexnet_100", "meta")
-    fused = ha.fuse_blocks(model)
-    checks.record("" if fused == 0 and count(model, "LinearBottleneck") == 16 else
-                  f"fused {fused}, {count(model, 'LinearBottleneck')} left", "rexnet_100: blocks left alone")
-
 @pytest.mark.parametrize("library, name, block, blocks, near_misses",
                          [("torchvision", "mobilenet_v2", "InvertedResidual", 17, mobilenet_v2_near_misses),
+                          ("timm", "rexnet_100", "LinearBottleneck", 16, rexnet_near_misses),
                           ("timm", "starnet_s1", "Block", 15, starnet_near_misses)])
 def test_near_misses_left_alone(checks, library, name, block, blocks, near_misses) -> None:
     """A block holding something the matcher cannot prove equivalent stays as it is; the others fuse."""
@@ -311,3 +328,21 @@ def test_cuda_graph_replays_rewrite(checks, library, name) -> None:
         eager = model(x)
         forward = ha.cuda_graph_inference(model, x)
         checks.record(mismatch_report(forward(x), eager, x), f"{name} rewritten: a CUDA graph replays eager")
+
+
+def test_linear_bottleneck_depthwise_parameters(checks) -> None:
+    """FusedLinearBottleneck borrows FusedInvertedResidual's depthwise_parameters and its cache: the
+    one kernel's float32 filters, scale and shift are made for every block that has the stage (on the
+    CPU too: the GPU path is the only caller, where a missing cache would raise)."""
+    timm = pytest.importorskip("timm")
+    torch.manual_seed(0)
+    model = timm.create_model("rexnet_100", pretrained=False).eval()
+    ha.optimize_for_inference(model)
+    for name, block in model.named_modules():
+        if type(block) is not ha.FusedLinearBottleneck or block.depthwise_filter is None:
+            continue
+        taps, scale, shift = block.depthwise_parameters()
+        channels = block.conv2.out_channels
+        ok = (taps.shape == (block.conv2.kernel_size[0] ** 2, channels) and scale.shape == shift.shape == (channels,)
+              and {t.dtype for t in (taps, scale, shift)} == {torch.float32})
+        checks.record("" if ok else f"{tuple(taps.shape)} {tuple(scale.shape)}", f"{name}: depthwise parameters")

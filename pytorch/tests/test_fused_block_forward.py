@@ -33,6 +33,7 @@ from torch import nn
 import hardact_torch as ha
 from checklib import NAMES, mismatch_report, raises
 from hardact_torch import _C
+from hardact_torch.rewrite import fused_block
 
 SEED = 53
 

@@ -26,7 +26,7 @@ from .functional import (bias_activation, hardsigmoid, hardsigmoid_, hardsigmoid
                          scale_shift_activation_mean, scale_shift_residual_activation)
 from .modules import (BatchNormActivation, HardSigmoid, HardSigmoidEffectiveSqueezeExcitation,
                       HardSigmoidSqueezeExcitation, HardSwish, HardTanh, ReLU6)
-from .rewrite import (FusedGhostBottleneck, FusedInvertedResidual, FusedStarBlock,
+from .rewrite import (FusedGhostBottleneck, FusedInvertedResidual, FusedLinearBottleneck, FusedStarBlock,
                       fuse_batchnorm_activation, fuse_blocks, fuse_squeeze_excitation, optimize_for_inference,
                       replace_activations)
 
@@ -38,7 +38,7 @@ __all__ = [
     "scale_shift_residual_activation", "scale_shift_activation_mean",
     "BatchNormActivation", "fuse_batchnorm_activation", "HardSigmoidSqueezeExcitation", "fuse_squeeze_excitation",
     "HardSigmoidEffectiveSqueezeExcitation",
-    "FusedInvertedResidual", "FusedGhostBottleneck", "FusedStarBlock", "fuse_blocks",
+    "FusedInvertedResidual", "FusedGhostBottleneck", "FusedLinearBottleneck", "FusedStarBlock", "fuse_blocks",
     "optimize_for_inference",
     "CudaGraphInference", "cuda_graph_inference", "CudaGraphCache", "cuda_graph_cache",
 ]

@@ -1,4 +1,5 @@
-"""Bottleneck blocks beyond MobileNetV3's: timm's StarNet Block matched as FusedStarBlock."""
+"""Bottleneck blocks beyond MobileNetV3's: timm's ReXNet LinearBottleneck matched as
+FusedLinearBottleneck, timm's StarNet Block as FusedStarBlock."""
 
 from __future__ import annotations
 
@@ -7,13 +8,141 @@ import torch.nn.functional as F
 from torch import nn
 from torch.compiler import is_compiling as _is_compiling
 
+from .. import _C
 from ..functional import (hardsigmoid, hardswish, hardtanh, relu6, residual_activation, scale_shift_activation,
-                          scale_shift_residual_activation)
+                          scale_shift_activation_mean, scale_shift_residual_activation)
 from ..modules import BatchNormActivation
-from .matching import _children, _folded_norm, _fused_activation
+from .fused_block import FusedInvertedResidual
+from .matching import _children, _depthwise_filter, _folded_norm, _fused_activation, _matrix_conv, _package
 from .timm_blocks import _inactive_in_eval
 
-__all__ = ["FusedStarBlock"]
+__all__ = ["FusedLinearBottleneck", "FusedStarBlock"]
+
+# ReXNet's block rewritten module by module keeps, besides its convolutions, the depthwise
+# BatchNorm's pass, the ReLU6's, the squeeze's mean (reading the depthwise output again), the sigmoid
+# gate's multiply, the projection's BatchNorm, the partial residual add and torch.cat's copy of the
+# whole output. Seen whole: the ReLU6 is the depthwise BatchNorm's epilogue (one kernel with the
+# convolution where the depthwise stage applies), the mean is written by that pass, the gate's
+# multiply and the ReLU6 are one scale_shift_activation, and the residual is added in place into the
+# projection's output, where torch.cat copied it.
+
+
+class FusedLinearBottleneck(nn.Module):
+    """An inference ReXNet block (timm's LinearBottleneck) with the passes between its convolutions
+    fused:
+
+        y = expansion(x)                                  the block's own ConvNormAct (SiLU: not fused), if any
+        y = norm2(conv2(y))                               norm2: the depthwise BatchNorm with act_dw (ReLU6)
+                                                          as its epilogue; one kernel where the depthwise
+                                                          stage applies (FusedInvertedResidual's)
+      or, with squeeze-excitation:
+        y, m = norm2(conv2(y)), mean of y per (n, c)      norm2 without activation, the mean in the same pass
+        g = sigmoid(fc2(se_norm(fc1(m))))                 matrix products on the (N, C) mean; se_norm the
+                                                          squeeze's BatchNorm with its ReLU
+        y = act_dw(y * g)                                 one scale_shift_activation (g as a per-channel
+                                                          scale; batch 1 or NCHW), else two passes
+        out = norm3(conv3(y)), out[:, :in] += x           where use_shortcut: in place (one
+                                                          scale_shift_residual_activation where the
+                                                          channels match), no torch.cat copy
+
+    norm2, norm3 and se_norm are the block's BatchNorms folded (BatchNormActivation). The
+    convolutions, the expansion and the squeeze's 1x1 convolutions are the block's modules (shared).
+    Where a gradient is wanted or under torch.compile, the block's own differentiable forms run
+    (the convolutions, the gate's multiply then act_dw, torch.cat for the residual).
+
+    Against the original block the results differ by rounding only: the BatchNorms are folded as
+    BatchNormActivation's are, the mean sums in float32 in its own order, the matrix products sum in
+    another order than cuDNN's 1x1 convolutions, and the one-kernel depthwise stage does not round the
+    convolution's output before its BatchNorm in float16/bfloat16. The gate's multiply and act_dw in
+    one pass round as eager does (a clamp to representable bounds commutes with rounding). Made by
+    fuse_blocks, for inference; differentiable, with the BatchNorms frozen."""
+
+    # The one-kernel depthwise stage and its cached filters, as FusedInvertedResidual runs them (they
+    # read conv2, norm2, depthwise_filter and the cache below).
+    depthwise_parameters = FusedInvertedResidual.depthwise_parameters
+    depthwise_stage = FusedInvertedResidual.depthwise_stage
+
+    def __init__(self, expansion: nn.Module | None, depthwise: tuple[nn.Module, BatchNormActivation],
+                 squeeze: tuple[nn.Module, nn.Module, nn.Module, nn.Module] | None, activation: nn.Module,
+                 projection: tuple[nn.Module, BatchNormActivation], shortcut_channels: int | None):
+        super().__init__()
+        self.expansion = expansion
+        self.conv2, self.norm2 = depthwise
+        self.se_reduce, self.se_norm, self.se_expand, self.se_gate = squeeze if squeeze is not None else (None,) * 4
+        self.conv3, self.norm3 = projection
+        self.shortcut_channels = shortcut_channels
+        # act_dw as (name, min_val, max_val), not a module: it runs inside the fused passes, and
+        # replace_activations has nothing left to swap.
+        self.activation = _fused_activation(activation)
+        self.depthwise_filter = _depthwise_filter(self.conv2)
+        self._depthwise_cache: list = [None, None, None, None]  # depthwise_parameters' (FusedInvertedResidual's)
+
+    def _linear(self, x: torch.Tensor, conv: nn.Module) -> torch.Tensor:
+        """A 1x1 convolution on (N, C) as its matrix product: float32 CUDA in hardact's one cuBLASLt
+        call, TF32 as cuDNN's setting (TUNING.md#package-fused-ops); else F.linear."""
+        weight = conv.weight.flatten(1)
+        if x.is_cuda and x.dtype == torch.float32 and weight.dtype == torch.float32:
+            return _C._linear_activation(x, weight, conv.bias, False, torch.backends.cudnn.allow_tf32)
+        return F.linear(x, weight, conv.bias)
+
+    def excitation(self, mean: torch.Tensor, fused: bool) -> torch.Tensor:
+        """fc2(se_norm(fc1(mean))) on the (N, C) mean: the gate before its sigmoid, (N, C)."""
+        if not fused:
+            squeezed = mean.reshape(mean.shape[0], mean.shape[1], 1, 1)
+            return self.se_expand(self.se_norm(self.se_reduce(squeezed))).flatten(1)
+        return self._linear(self.se_norm(self._linear(mean, self.se_reduce)), self.se_expand)
+
+    def gated_activation(self, y: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
+        """act_dw(y * gate[n, c]), gate (N, C) in y's dtype: one scale_shift_activation pass where
+        every (n, c) is a channel of one view (batch 1, or NCHW as (1, N * C, H, W)); else two."""
+        n, c = y.shape[0], y.shape[1]
+        if n == 1:
+            view = y
+        elif y.is_contiguous():
+            view = y.view(1, n * c, *y.shape[2:])
+        else:
+            return _activation(y * gate.reshape(n, c, 1, 1), self.activation)
+        # x * g + 0 is x * g exactly, and the activations send -0 and +0 alike.
+        out = scale_shift_activation(view, gate.reshape(-1), gate.new_zeros(n * c),
+                                     *self.activation)
+        return out.view_as(y)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shortcut = x
+        y = x if self.expansion is None else self.expansion(x)
+        fused = not (_is_compiling() or type(y) is not torch.Tensor
+                     or (torch.is_grad_enabled() and any(p.requires_grad for p in (y, *self.parameters()))))
+        norm = self.norm2
+        if self.se_reduce is None:
+            stage = self.depthwise_stage(y, False) if fused else None
+            y = norm(self.conv2(y)) if stage is None else stage[0]
+        else:
+            stage = self.depthwise_stage(y, True) if fused else None
+            if stage is None:
+                y, mean = scale_shift_activation_mean(self.conv2(y), norm.scale, norm.shift, norm.activation,
+                                                      norm.min_val, norm.max_val)
+            else:
+                y, mean = stage
+            gate = self.se_gate(self.excitation(mean, fused))
+            y = self.gated_activation(y, gate) if fused else _activation(y * gate.reshape(*gate.shape, 1, 1),
+                                                                         self.activation)
+        norm = self.norm3
+        y = self.conv3(y)
+        channels = self.shortcut_channels
+        if channels is None:
+            return norm(y)
+        if channels == y.shape[1] and y.dtype == shortcut.dtype:
+            return scale_shift_residual_activation(y, norm.scale, norm.shift, shortcut)
+        y = norm(y)
+        if not fused or y.dtype != shortcut.dtype:  # the block's add would promote (autocast)
+            return torch.cat([y[:, :channels] + shortcut, y[:, channels:]], dim=1)
+        y[:, :channels] += shortcut
+        return y
+
+    def extra_repr(self) -> str:
+        squeeze = "none" if self.se_reduce is None else "sigmoid-gated, matrix products"
+        return (f"squeeze_excitation={squeeze}, activation={self.activation[0]}, "
+                f"shortcut_channels={self.shortcut_channels}")
 
 
 class FusedStarBlock(nn.Module):
@@ -44,7 +173,7 @@ class FusedStarBlock(nn.Module):
         super().__init__()
         self.conv1, self.norm1 = depthwise
         self.f1, self.f2 = f1, f2
-        self.activation = _fused_activation(activation)  # (name, min_val, max_val): applied in a fused pass
+        self.activation = _fused_activation(activation)  # (name, min_val, max_val), as FusedLinearBottleneck's
         self.conv_g, self.norm_g = gate
         self.conv2 = depthwise2
         self.register_buffer("shift1", _bias_folded(self.norm1, self.conv1.bias))
@@ -110,6 +239,64 @@ def _norm_with(norm: nn.Module, activation: nn.Module | None) -> BatchNormActiva
     return BatchNormActivation(folded.scale, folded.shift, *spec)
 
 
+def _conv_norm(layer: nn.Module, activation: nn.Module | None = None) -> tuple[nn.Conv2d, BatchNormActivation] | None:
+    """(convolution, folded BatchNorm with `activation`) of timm's ConvNormAct built without activation
+    (its forward: conv, bn, then aa where set: here none); else None."""
+    if type(layer).__name__ != "ConvNormAct" or _package(layer) != "timm" or _children(layer) != {"conv", "bn"} \
+            or getattr(layer, "aa", None) is not None or type(layer.conv) is not nn.Conv2d:
+        return None
+    norm = _norm_with(layer.bn, activation)
+    return None if norm is None else (layer.conv, norm)
+
+
+def _sigmoid(module: nn.Module) -> bool:
+    """nn.Sigmoid or timm's Sigmoid (x.sigmoid()): torch.sigmoid."""
+    return type(module) is nn.Sigmoid or (type(module).__name__ == "Sigmoid"
+                                          and type(module).__module__ == "timm.layers.activations")
+
+
+def _rexnet_squeeze(se: nn.Module) -> tuple[nn.Module, nn.Module, nn.Module, nn.Module] | None:
+    """(fc1, bn with act folded, fc2, gate) of timm's SEModule (timm.layers.squeeze_excite) gated by a
+    sigmoid, whose forward is x * gate(fc2(act(bn(fc1(x.mean((2, 3), keepdim=True)))))) without
+    add_maxpool; else None."""
+    if type(se).__name__ != "SEModule" or type(se).__module__ != "timm.layers.squeeze_excite" \
+            or _children(se) != {"fc1", "bn", "act", "fc2", "gate"} or getattr(se, "add_maxpool", None) is not False \
+            or not (_matrix_conv(se.fc1) and _matrix_conv(se.fc2) and _sigmoid(se.gate)):
+        return None
+    norm = _norm_with(se.bn, se.act)
+    return None if norm is None else (se.fc1, norm, se.fc2, se.gate)
+
+
+def _rexnet_block(block: nn.Module) -> FusedLinearBottleneck | None:
+    """timm's ReXNet LinearBottleneck (timm.models.rexnet) as a FusedLinearBottleneck, or None. Its
+    forward, timm 0.9 to 1.0: shortcut = x; conv_exp (a ConvNormAct, or None); conv_dw (a depthwise
+    ConvNormAct without activation); se (an SEModule, or None); act_dw; conv_pwl (a ConvNormAct
+    without activation); then where use_shortcut, drop_path (None or the identity in eval) and
+    torch.cat([x[:, :in_channels] + shortcut, x[:, in_channels:]], dim=1)."""
+    if type(block).__name__ != "LinearBottleneck" or type(block).__module__ != "timm.models.rexnet" \
+            or not isinstance(getattr(block, "use_shortcut", None), bool) \
+            or not isinstance(getattr(block, "in_channels", None), int):
+        return None
+    names = {"conv_dw", "act_dw", "conv_pwl"} | {name for name in ("conv_exp", "se", "drop_path")
+                                                  if getattr(block, name, None) is not None}
+    if _children(block) != names or (block.drop_path is not None and not _inactive_in_eval(block.drop_path)):
+        return None
+    if _fused_activation(block.act_dw) is None:
+        return None
+    squeeze = None if block.se is None else _rexnet_squeeze(block.se)
+    if block.se is not None and squeeze is None:
+        return None
+    # Without squeeze-excitation act_dw follows the depthwise BatchNorm directly: its epilogue.
+    depthwise = _conv_norm(block.conv_dw, block.act_dw if squeeze is None else None)
+    projection = _conv_norm(block.conv_pwl)
+    if depthwise is None or projection is None or depthwise[0].groups != depthwise[0].in_channels:
+        return None
+    channels = block.in_channels if block.use_shortcut else None
+    if channels is not None and channels > projection[0].out_channels:
+        return None
+    return FusedLinearBottleneck(block.conv_exp, depthwise, squeeze, block.act_dw, projection, channels)
+
+
 def _starnet_conv(layer: nn.Module, with_norm: bool) -> tuple[nn.Conv2d, BatchNormActivation | None] | None:
     """(convolution, its BatchNorm folded, or None) of StarNet's ConvBN (an nn.Sequential: conv, then
     bn where built with one), holding a BatchNorm exactly when with_norm; else None."""
@@ -142,6 +329,8 @@ def _starnet_block(block: nn.Module) -> FusedStarBlock | None:
 
 def _bottleneck_block(block: nn.Module) -> nn.Module | None:
     """The fused module for a bottleneck block this file knows (by class name and module), or None."""
+    if type(block).__name__ == "LinearBottleneck":
+        return _rexnet_block(block)
     if type(block).__name__ == "Block":
         return _starnet_block(block)
     return None
