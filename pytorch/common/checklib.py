@@ -157,6 +157,29 @@ def fuse_blocks_in_order(model: nn.Module, blocks_first: bool) -> int:
     return fused if blocks_first else ha.fuse_blocks(model)
 
 
+def record_blocks_fused(checks, base: nn.Module, name: str, count_blocks, fused_type: type) -> None:
+    """Records that fuse_blocks rewrites every block count_blocks finds in base, before and after the
+    module-level rewrites (fuse_blocks_in_order); that no BatchNorm or squeeze-excitation module is
+    left inside a fused_type block; that a second fuse_blocks rewrites nothing; and that
+    optimize_for_inference fuses the blocks before the squeeze-excitations."""
+    import hardact_torch as ha
+    blocks = count_blocks(base)
+    for order in ("blocks first", "blocks last"):
+        model = copy.deepcopy(base)
+        fused = fuse_blocks_in_order(model, order == "blocks first")
+        checks.record("" if fused == blocks > 0 and count_blocks(model) == 0 else
+                      f"fused {fused} of {blocks}, {count_blocks(model)} left", f"{name} {order}: every block fused")
+        inside = [type(m).__name__ for block in model.modules() if isinstance(block, fused_type)
+                  for m in block.modules()
+                  if isinstance(m, (nn.modules.batchnorm._BatchNorm, ha.HardSigmoidSqueezeExcitation))]
+        checks.record("" if not inside else f"found {sorted(set(inside))}",
+                      f"{name} {order}: no BatchNorm or squeeze-excitation module inside a fused block")
+        checks.record("" if ha.fuse_blocks(model) == 0 else "rewrote again", f"{name} {order}: fuse_blocks twice")
+    counts = ha.optimize_for_inference(copy.deepcopy(base))
+    checks.record("" if counts["blocks"] == blocks and counts["squeeze_excitations"] == 0 else f"counts {counts}",
+                  f"{name}: optimize_for_inference fuses the blocks first")
+
+
 def edited_block_left_alone(base: nn.Module, edit, classes: tuple[str, ...]) -> str:
     """'' when, in a copy of base whose one block edit(model) changed, fuse_blocks fuses every other
     block of the classes named and leaves that one as it is; else what it did."""

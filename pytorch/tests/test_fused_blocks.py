@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import hardact_torch as ha
-from checklib import (FLOAT_DTYPES, NAMES, Custom, edited_block_left_alone, fuse_blocks_in_order, mismatch_report,
+from checklib import (FLOAT_DTYPES, NAMES, Custom, edited_block_left_alone, record_blocks_fused, mismatch_report,
                       raises)
 from test_fused import (ACTIVATIONS, channel_view, compute_dtype, layout_report, layouts, meta_like,
                         reference_activation, reference_scale_shift)
@@ -319,21 +319,7 @@ def test_fuse_blocks_structure(checks, library, name) -> None:
     """Every block of the network is rewritten, in either order with the other rewrites; afterwards
     the other rewrites find nothing inside the fused blocks, and a second fuse_blocks nothing at all."""
     base = build(library, name)
-    blocks = count_blocks(base)
-    for order in ("blocks first", "blocks last"):
-        model = copy.deepcopy(base)
-        fused = fuse_blocks_in_order(model, order == "blocks first")
-        checks.record("" if fused == blocks > 0 and count_blocks(model) == 0 else
-                      f"fused {fused} of {blocks}, {count_blocks(model)} left", f"{name} {order}: every block fused")
-        inside = [type(m).__name__ for block in model.modules() if isinstance(block, ha.FusedInvertedResidual)
-                  for m in block.modules()
-                  if isinstance(m, (nn.modules.batchnorm._BatchNorm, ha.HardSigmoidSqueezeExcitation))]
-        checks.record("" if not inside else f"found {sorted(set(inside))}",
-                      f"{name} {order}: no BatchNorm or squeeze-excitation module inside a fused block")
-        checks.record("" if ha.fuse_blocks(model) == 0 else "rewrote again", f"{name} {order}: fuse_blocks twice")
-    counts = ha.optimize_for_inference(copy.deepcopy(base))
-    checks.record("" if counts["blocks"] == blocks and counts["squeeze_excitations"] == 0 else f"counts {counts}",
-                  f"{name}: optimize_for_inference fuses the blocks first")
+    record_blocks_fused(checks, base, name, count_blocks, ha.FusedInvertedResidual)
 
 
 def unknown_variants(library: str) -> list[tuple[str, callable]]:

@@ -33,7 +33,7 @@ import hardact_torch as ha
 import hardact_torch.functional as functional
 import hardact_torch.rewrite.fused_block as fused_block
 import hardact_torch.rewrite.ghost_blocks as ghost_blocks
-from checklib import Custom, edited_block_left_alone, fuse_blocks_in_order, randomise_batchnorms
+from checklib import Custom, edited_block_left_alone, record_blocks_fused, randomise_batchnorms
 
 timm = pytest.importorskip("timm")
 
@@ -93,20 +93,7 @@ def test_structure(checks, name) -> None:
     base = build(name, meta=True)
     blocks = count_blocks(base)
     checks.record("" if blocks == 16 else f"{blocks} blocks", f"{name}: 16 ghost bottlenecks")
-    for order in ("blocks first", "blocks last"):
-        model = copy.deepcopy(base)
-        fused = fuse_blocks_in_order(model, order == "blocks first")
-        checks.record("" if fused == blocks and count_blocks(model) == 0 else
-                      f"fused {fused} of {blocks}, {count_blocks(model)} left", f"{name} {order}: every block fused")
-        inside = [type(m).__name__ for block in model.modules() if type(block) is ghost_blocks.FusedGhostBottleneck
-                  for m in block.modules()
-                  if isinstance(m, (nn.modules.batchnorm._BatchNorm, ha.HardSigmoidSqueezeExcitation))]
-        checks.record("" if not inside else f"found {sorted(set(inside))}",
-                      f"{name} {order}: no BatchNorm or squeeze-excitation module inside a fused block")
-        checks.record("" if ha.fuse_blocks(model) == 0 else "rewrote again", f"{name} {order}: fuse_blocks twice")
-    counts = ha.optimize_for_inference(copy.deepcopy(base))
-    checks.record("" if counts["blocks"] == blocks and counts["squeeze_excitations"] == 0 else f"counts {counts}",
-                  f"{name}: optimize_for_inference fuses the blocks first")
+    record_blocks_fused(checks, base, name, count_blocks, ghost_blocks.FusedGhostBottleneck)
 
 
 def test_one_kernel_covers_the_default_widths(checks) -> None:
