@@ -1,17 +1,17 @@
-"""Tests of fuse_blocks on timm's ghost bottlenecks (GhostNet v1 and v2's GhostBottleneck, RepGhostNet's
-RepGhostBottleneck) rewritten as FusedGhostBottleneck; GhostNet v3's GhostBottleneckV3 left alone.
+"""Tests of fuse_blocks on timm's ghost bottlenecks (GhostNet v1 and v2's GhostBottleneck, GhostNet v3's
+GhostBottleneckV3, RepGhostNet's RepGhostBottleneck) rewritten as FusedGhostBottleneck.
 
     pytest pytorch/tests/test_ghost_blocks.py              # the tests marked cuda skip without a GPU
 
-Without a GPU: on meta-built networks, every ghost bottleneck of ghostnet_100, ghostnetv2_100 and
-repghostnet_100 (and the 0.5x widths) is rewritten (ghostnetv3_100's left alone), in either order with
-the other rewrites, with no BatchNorm or squeeze-excitation module left inside, and none twice; every
+Without a GPU: on meta-built networks, every ghost bottleneck of ghostnet_100, ghostnetv2_100,
+ghostnetv3_100 and repghostnet_100 (and the 0.5x widths) is rewritten, in either order with the
+other rewrites, with no BatchNorm or squeeze-excitation module left inside, and none twice; every
 depthwise stage of the default widths is one the one-kernel stage covers; a block holding anything
 the matcher cannot prove equivalent is left alone while the others fuse. On the CPU in float64,
 with the fused ops' compile switches patched (their torch forms): the rewritten networks against
 the originals, BatchNorms away from their defaults, both layouts, even and odd sizes (v2's
 attention gate broadcast and interpolated), each block keeping its input's layout; the one-kernel
-depthwise stage's parameters (RepGhost's identity branch in the centre tap)
+depthwise stage's parameters (RepGhost's identity branch in the centre tap, v3's branches summed)
 computing the stage; torch.compile on the CPU tracing a rewritten network. With a GPU: the
 rewritten networks against a float64 run of the original, float32 and bfloat16, both layouts,
 batch 1 and 3, 225x231 and 224x224, without gradients (the one-kernel stage taken in channels-last) and with
@@ -40,8 +40,9 @@ timm = pytest.importorskip("timm")
 SEED = 53
 GHOST_CLASSES = ("GhostBottleneck", "GhostBottleneckV3", "RepGhostBottleneck")
 # The networks (the default widths, then the smallest, whose halves are not all a multiple of 4).
-MODELS = ["ghostnet_100", "ghostnetv2_100", "repghostnet_100", "ghostnet_050", "repghostnet_050"]
-GPU_MODELS = ["ghostnet_050", "ghostnetv2_100", "repghostnet_050"]
+MODELS = ["ghostnet_100", "ghostnetv2_100", "ghostnetv3_100", "repghostnet_100", "ghostnet_050", "ghostnetv3_050",
+          "repghostnet_050"]
+GPU_MODELS = ["ghostnet_050", "ghostnetv2_100", "ghostnetv3_050", "repghostnet_050"]
 
 
 def count_blocks(model: nn.Module) -> int:
@@ -57,15 +58,6 @@ def build(name: str, meta: bool = False) -> nn.Module:
     randomise_batchnorms(model)
     return model.eval()
 
-
-
-def test_ghostnet_v3_left_alone(checks) -> None:
-    """GhostNet v3's GhostBottleneckV3 has no matcher: fuse_blocks leaves its 16 blocks as they are
-    (the BatchNorm and squeeze-excitation rewrites still fold what is inside them)."""
-    model = build("ghostnetv3_100", meta=True)
-    fused = ha.fuse_blocks(model)
-    left = sum(1 for m in model.modules() if type(m).__name__ == "GhostBottleneckV3")
-    checks.record("" if fused == 0 and left == 16 else f"{fused} fused, {left} left", "ghostnetv3_100: blocks left")
 
 @contextlib.contextmanager
 def torch_forms():
@@ -99,7 +91,7 @@ def test_structure(checks, name) -> None:
 def test_one_kernel_covers_the_default_widths(checks) -> None:
     """In the default widths every depthwise stage (cheap operations, stride-2 convolutions,
     shortcuts) is one the one-kernel stage covers."""
-    for name in ("ghostnet_100", "ghostnetv2_100", "repghostnet_100"):
+    for name in ("ghostnet_100", "ghostnetv2_100", "ghostnetv3_100", "repghostnet_100"):
         model = build(name, meta=True)
         ha.fuse_blocks(model)
         stages = [m for m in model.modules() if isinstance(m, ghost_blocks._ConvolutionStage)
@@ -160,6 +152,19 @@ UNKNOWN = {
             nn.ReLU())),
         ("an attention module as the second ghost module", lambda model: setattr(
             _first(model, _attention), "ghost2", copy.deepcopy(_first(model, _attention).ghost1))),
+    ],
+    "ghostnetv3_100": [
+        ("a branch with an activation", lambda model: setattr(
+            _first(model, lambda m: True).ghost1.cheap_rpr_conv[1].bn1, "act", nn.ReLU())),
+        ("a branch with a skip", lambda model: setattr(_first(model, lambda m: True).ghost1.primary_rpr_conv[0],
+                                                       "has_skip", True)),
+        ("the reparameterised form", lambda model: _deploy(_first(model, lambda m: m.stride > 1))),
+        ("a cheap branch with another filter alignment", lambda model: setattr(
+            _first(model, lambda m: True).ghost2.cheap_rpr_conv[0].conv, "padding", (0, 0))),
+        ("an unfused activation after the primary branches", lambda model: setattr(
+            _first(model, lambda m: True).ghost1, "primary_activation", nn.SiLU())),
+        ("a squeeze-excitation gated by a sigmoid", lambda model: setattr(
+            _first(model, lambda m: type(m.se) is not nn.Identity).se, "gate", nn.Sigmoid())),
     ],
     "repghostnet_100": [
         ("an activation hardact does not fuse", lambda model: setattr(_first(model, lambda m: True).ghost1, "relu",
@@ -228,10 +233,10 @@ def stage_by_its_kernel_parameters(stage: nn.Module, y: torch.Tensor) -> torch.T
     return functional._activation_reference(z, norm.activation, norm.min_val, norm.max_val)
 
 
-@pytest.mark.parametrize("name", ["ghostnet_100", "repghostnet_100"])
+@pytest.mark.parametrize("name", ["ghostnet_100", "ghostnetv3_100", "repghostnet_100"])
 def test_kernel_parameters(checks, name) -> None:
     """Each depthwise stage's one-kernel parameters (float32 taps, scale and shift; RepGhost's identity
-    branch folded into the centre tap) compute the stage as it runs
+    branch folded into the centre tap, GhostNet v3's branches summed) compute the stage as it runs
     without the kernel: float64 input, within float32's rounding of the parameters. Made again when
     a parameter changes in place."""
     model = build(name)
@@ -239,7 +244,7 @@ def test_kernel_parameters(checks, name) -> None:
     generator = torch.Generator().manual_seed(SEED)
     stages = [m for m in model.modules() if isinstance(m, ghost_blocks._ConvolutionStage) and m.filter is not None]
     identities = sum(1 for stage in stages if stage.identity is not None or getattr(stage, "skip", None) is not None)
-    expected = {"ghostnet_100": 0, "repghostnet_100": 32}[name]
+    expected = {"ghostnet_100": 0, "ghostnetv3_100": 32, "repghostnet_100": 32}[name]
     checks.record("" if identities == expected else f"{identities} identity branches", f"{name}: the identity branches")
     for index, stage in enumerate(stages):
         stage.double()
@@ -259,9 +264,9 @@ def test_kernel_parameters(checks, name) -> None:
                   f"{name}: the parameters made again after an in-place change")
 
 
-@pytest.mark.parametrize("name", ["ghostnetv2_100", "repghostnet_050"])
+@pytest.mark.parametrize("name", ["ghostnetv2_100", "ghostnetv3_050"])
 def test_compiled_on_cpu(checks, name) -> None:
-    """A rewritten GhostNet v2 (attention) and RepGhostNet (identity branches) trace whole under
+    """A rewritten GhostNet v2 (attention) and v3 (re-parameterised stages) trace whole under
     torch.compile(fullgraph=True) (backend eager) and give the original's outputs (float32, relative
     to the largest output)."""
     base = build(name)

@@ -40,8 +40,8 @@ def fuse_blocks(model: nn.Module) -> int:
         identity shortcut (conv_layer_blocks);
       - FusedLevitBlock: LeViT's blocks, the MLP's BatchNorms, activation and residual add in two
         passes, the attention left to PyTorch (conv_layer_blocks);
-      - FusedGhostBottleneck: timm's GhostNet v1 and v2 GhostBottleneck and RepGhostNet's
-        RepGhostBottleneck (ghost_blocks; GhostNet v3's GhostBottleneckV3 is left alone);
+      - FusedGhostBottleneck: timm's GhostNet v1 and v2 GhostBottleneck, v3's GhostBottleneckV3,
+        RepGhostNet's RepGhostBottleneck (ghost_blocks);
       - FusedLinearBottleneck, FusedStarBlock: timm's ReXNet LinearBottleneck and StarNet Block
         (bottleneck_blocks).
     Returns how many blocks it replaced.

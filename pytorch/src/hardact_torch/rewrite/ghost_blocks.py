@@ -1,5 +1,5 @@
-"""timm's ghost blocks (GhostNet v1 and v2's GhostBottleneck, RepGhostNet's RepGhostBottleneck) matched
-as FusedGhostBottleneck. GhostNet v3's GhostBottleneckV3 is left alone."""
+"""timm's ghost blocks (GhostNet v1 and v2's GhostBottleneck, GhostNet v3's GhostBottleneckV3,
+RepGhostNet's RepGhostBottleneck) matched as FusedGhostBottleneck."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ..functional import (hardsigmoid_gate, residual_activation, scale_shift_act
 from ..modules import BatchNormActivation
 from .fused_block import FusedInvertedResidual
 from .matching import _children, _depthwise_filter, _folded_norm, _fused_activation, _squeeze_layers
+from .timm_blocks import _inactive_in_eval
 
 __all__ = ["FusedGhostBottleneck"]
 
@@ -29,7 +30,7 @@ __all__ = ["FusedGhostBottleneck"]
 _DEPTHWISE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 # The class names fuse_blocks hands to _ghost_block.
-_GHOST_BLOCKS = ("GhostBottleneck", "RepGhostBottleneck")
+_GHOST_BLOCKS = ("GhostBottleneck", "GhostBottleneckV3", "RepGhostBottleneck")
 
 
 class _ConvolutionStage(nn.Module):
@@ -109,9 +110,76 @@ class _ConvolutionStage(nn.Module):
         return self.conv(y)
 
 
+def _strided_like(weight: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+    """weight in reference's dtype and strides (differentiably): a convolution's output layout follows
+    its filter's, which should be the branches' own, as in the original."""
+    return torch.empty_like(reference, requires_grad=False).copy_(weight)
+
+
+class _ReparameterisedStage(_ConvolutionStage):
+    """GhostNet v3's re-parameterisable branches as one convolution: act(sum of norm_i(conv_i(y)) +
+    skip(y)), every conv_i sharing the input, groups and stride, the smaller filters centred in the
+    largest, skip an optional BatchNorm (a depthwise identity). The sum is one convolution by
+    sum_i pad(W_i * scale_i) (+ skip.scale at the centre) with the shift sum_i shift_i (+
+    skip.shift), the form timm's switch_to_deploy makes: the same function up to rounding. Its
+    filters are made from the branches' (shared) each call where a gradient is wanted, else once per
+    change; the shift, from frozen BatchNorms, once."""
+
+    def __init__(self, branches: list[tuple[nn.Conv2d, BatchNormActivation]], skip: BatchNormActivation | None,
+                 activation: tuple[str, float, float]):
+        main = max((conv for conv, _ in branches), key=lambda conv: conv.kernel_size[0])
+        with torch.no_grad():
+            shift = sum(norm.shift.double() for _, norm in branches)
+            if skip is not None:
+                shift = shift + skip.shift.double()
+        dtype = torch.float64 if branches[0][1].shift.dtype == torch.float64 else torch.float32
+        super().__init__(main, BatchNormActivation(torch.ones_like(shift, dtype=dtype), shift.to(dtype), *activation))
+        self.branch_convs = nn.ModuleList(conv for conv, _ in branches)
+        self.branch_norms = nn.ModuleList(norm for _, norm in branches)
+        self.skip = skip
+        self._weight_key, self._weight = None, None
+
+    def _parameter_tensors(self) -> list[torch.Tensor]:
+        return [t for conv, norm in zip(self.branch_convs, self.branch_norms) for t in (conv.weight, norm.scale)] + \
+            ([self.skip.scale] if self.skip is not None else []) + [self.norm.shift]
+
+    def weight(self, dtype: torch.dtype) -> torch.Tensor:
+        """sum_i pad(W_i * scale_i) (+ skip.scale at the centre), computed in `dtype`; differentiable."""
+        size = self.conv.kernel_size[0]
+        weight = 0
+        for conv, norm in zip(self.branch_convs, self.branch_norms):
+            pad = (size - conv.kernel_size[0]) // 2
+            weight = weight + F.pad(conv.weight.to(dtype) * norm.scale.to(dtype).view(-1, 1, 1, 1), [pad] * 4)
+        if self.skip is not None:
+            centre = torch.zeros_like(weight)
+            centre[:, 0, size // 2, size // 2] = self.skip.scale.to(dtype)
+            weight = weight + centre
+        return weight
+
+    def _make_kernel_parameters(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        taps = self.weight(torch.float64).reshape(self.conv.out_channels, -1)
+        return taps.t().float().contiguous(), self.norm.scale.float().contiguous(), self.norm.shift.float().contiguous()
+
+    def convolve(self, y: torch.Tensor) -> torch.Tensor:
+        conv = self.conv
+        compute = torch.float64 if conv.weight.dtype == torch.float64 else torch.float32
+        # Under torch.compile (part of the graph, no cache set while tracing) or where a gradient is wanted:
+        # made each call.
+        if _is_compiling() or (torch.is_grad_enabled() and any(t.requires_grad for t in self._parameter_tensors())):
+            weight = _strided_like(self.weight(compute), conv.weight)
+        else:
+            key = tuple((t.data_ptr(), t._version, t.dtype) for t in self._parameter_tensors())
+            if key != self._weight_key:
+                with torch.no_grad():
+                    self._weight = _strided_like(self.weight(torch.float64), conv.weight)
+                self._weight_key = key
+            weight = self._weight
+        return F.conv2d(y, weight, None, conv.stride, conv.padding, conv.dilation, conv.groups)
+
+
 class FusedGhostBottleneck(nn.Module):
-    """An inference ghost bottleneck (timm's GhostBottleneck of GhostNet v1 and v2, RepGhostBottleneck)
-    with the passes between its convolutions fused:
+    """An inference ghost bottleneck (timm's GhostBottleneck of GhostNet v1 and v2, GhostBottleneckV3,
+    RepGhostBottleneck) with the passes between its convolutions fused:
 
         x1 = primary(x)                            the ghost module: the convolution, then its BatchNorm
         x2 = cheap(x1)                             and activation in one pass; the cheap depthwise
@@ -126,7 +194,8 @@ class FusedGhostBottleneck(nn.Module):
     where the squeeze follows the first ghost module, its two halves' passes (the means concatenated,
     (N, C)); after v2's attention, from y. The concatenation is the copy the original makes too. The
     convolutions are the block's own modules (shared); the BatchNorms are folded (BatchNormActivation,
-    frozen). Against the original the results differ by rounding only (as FusedInvertedResidual's; RepGhost's
+    frozen); GhostNet v3's branches are summed into one convolution per stage (_ReparameterisedStage).
+    Against the original the results differ by rounding only (as FusedInvertedResidual's; RepGhost's
     identity branch, in the one-kernel stage, is a term of the centre tap). For inference;
     differentiable, with the BatchNorms frozen."""
 
@@ -230,7 +299,7 @@ def _of(module: nn.Module, name: str, file: str) -> bool:
 
 
 def _attention(module: nn.Module) -> nn.Sequential | None:
-    """GhostModuleV2's DFC attention: short_conv, three convolutions each with a BatchNorm
+    """GhostModuleV2's (and V3's) DFC attention: short_conv, three convolutions each with a BatchNorm
     (folded), as one nn.Sequential, where gate_fn is an nn.Sigmoid; else None."""
     if type(getattr(module, "gate_fn", None)) is not nn.Sigmoid:
         return None
@@ -299,6 +368,80 @@ def _repghost_module(module: nn.Module) -> tuple | None:
     return _ConvolutionStage(conv1, norm1), _ConvolutionStage(conv2, norm2, identity)
 
 
+def _conv_bn(module: nn.Module) -> tuple[nn.Conv2d, BatchNormActivation] | None:
+    """(convolution, folded norm) of timm's ConvBnAct (timm.models._efficientnet_blocks) as GhostNet v3's
+    branches make it: no activation, skip or anti-aliasing; its forward is then bn1(conv(x)). Else None."""
+    if not _of(module, "ConvBnAct", "_efficientnet_blocks") \
+            or _children(module) != {"conv", "bn1", "aa", "drop_path"} or module.has_skip is not False \
+            or type(module.aa) is not nn.Identity or not _inactive_in_eval(module.drop_path) \
+            or type(module.conv) is not nn.Conv2d:
+        return None
+    norm = _folded_norm(module.bn1)
+    return None if norm is None or norm.activation != "identity" else (module.conv, norm)
+
+
+def _reparameterised(branches: list, skip: BatchNormActivation | None,
+                     activation: nn.Module) -> _ReparameterisedStage | None:
+    """The _ReparameterisedStage of act(sum of the branches (+ skip)), or None where a branch is not
+    one, the branches do not share input, output, groups and stride, a filter is not square and odd
+    or not centred in the largest, a convolution has a bias, dilation or non-zero padding mode, the
+    skip is not a depthwise identity, or the activation is not one hardact fuses."""
+    spec = _fused_activation(activation)
+    if spec is None or not branches or any(branch is None for branch in branches):
+        return None
+    main = max((conv for conv, _ in branches), key=lambda conv: conv.kernel_size[0])
+    size = main.kernel_size[0]
+    for conv, _ in branches:
+        k = conv.kernel_size
+        if not (k[0] == k[1] and k[0] % 2 and conv.bias is None and conv.dilation == (1, 1)
+                and conv.padding_mode == "zeros" and isinstance(conv.padding, tuple)
+                and (conv.in_channels, conv.out_channels, conv.groups, conv.stride)
+                == (main.in_channels, main.out_channels, main.groups, main.stride)
+                and conv.padding == tuple(p - (size - k[0]) // 2 for p in main.padding)):
+            return None
+    if skip is not None and not (skip.activation == "identity" and main.stride == (1, 1)
+                                 and main.groups == main.in_channels == main.out_channels
+                                 and main.padding == (size // 2, size // 2)):
+        return None
+    return _ReparameterisedStage(branches, skip, spec)
+
+
+def _ghost_module_v3(module: nn.Module) -> tuple[tuple, nn.Sequential | None] | None:
+    """((primary stage, cheap stage), attention or None) of timm's GhostModuleV3 in its training form
+    (infer_mode False), or None. Its forward (timm 1.0):
+      x1 = primary_activation(sum of primary_rpr_conv[i](x))
+      x2 = cheap_activation(cheap_rpr_scale(x1) + cheap_rpr_skip(x1) + sum of cheap_rpr_conv[i](x1))
+      out = cat([x1, x2], 1); mode "shortcut": out[:, :out_chs] times GhostModuleV2's attention gate
+    the branches ConvBnAct without activation (cheap_rpr_scale a depthwise 1x1, cheap_rpr_conv
+    depthwise), cheap_rpr_skip a BatchNorm; each sum is one _ReparameterisedStage. Taken only where
+    the halves make exactly out_chs channels."""
+    names = {"gate_fn", "primary_conv", "cheap_operation", "primary_rpr_conv", "primary_activation",
+             "cheap_rpr_skip", "cheap_rpr_conv", "cheap_rpr_scale", "cheap_activation", "short_conv"}
+    if not _of(module, "GhostModuleV3", "ghostnet") or module.infer_mode is not False \
+            or _children(module) != names or type(module.primary_rpr_conv) is not nn.ModuleList \
+            or type(module.cheap_rpr_conv) is not nn.ModuleList \
+            or getattr(module, "primary_rpr_skip", None) is not None \
+            or getattr(module, "primary_rpr_scale", None) is not None:
+        return None
+    if module.mode == "shortcut":
+        attention = _attention(module)
+        if attention is None:
+            return None
+    elif type(module.short_conv) is nn.Identity:
+        attention = None
+    else:
+        return None
+    primary = _reparameterised([_conv_bn(m) for m in module.primary_rpr_conv], None, module.primary_activation)
+    skip = _folded_norm(module.cheap_rpr_skip)
+    cheap = None if skip is None else _reparameterised(
+        [_conv_bn(m) for m in module.cheap_rpr_conv] + [_conv_bn(module.cheap_rpr_scale)], skip,
+        module.cheap_activation)
+    if primary is None or cheap is None or cheap.conv.in_channels != primary.conv.out_channels \
+            or primary.conv.out_channels + cheap.conv.out_channels != module.out_chs:
+        return None
+    return (primary, cheap), attention
+
+
 def _ghost_block(block: nn.Module) -> FusedGhostBottleneck | None:
     """timm's GhostBottleneck (timm.models.ghostnet, GhostNet v1 and v2) or RepGhostBottleneck
     (timm.models.repghost) as a FusedGhostBottleneck, or None. Their forwards (timm 1.0):
@@ -310,6 +453,8 @@ def _ghost_block(block: nn.Module) -> FusedGhostBottleneck | None:
     a depthwise convolution, BatchNorm, 1x1 convolution and BatchNorm; ghost1 a GhostModule or
     GhostModuleV2 and ghost2 a GhostModule (RepGhost: both RepGhostModule); se timm's SqueezeExcite
     gated by a hard sigmoid. A block holding anything else is left alone."""
+    if _of(block, "GhostBottleneckV3", "ghostnet"):
+        return _ghost_block_v3(block)
     if _of(block, "GhostBottleneck", "ghostnet"):
         first, second = _ghost_module(block.ghost1), _ghost_module(block.ghost2)
         if first is None or second is None or second[1] is not None:
@@ -335,6 +480,35 @@ def _ghost_block(block: nn.Module) -> FusedGhostBottleneck | None:
         depthwise = _ConvolutionStage(block.conv_dw, norm)
     return _bottleneck(ghost1, attention, depthwise, block.se if "se" in optional else None, ghost2, block.shortcut,
                        concatenate)
+
+
+def _ghost_block_v3(block: nn.Module) -> FusedGhostBottleneck | None:
+    """timm's GhostBottleneckV3 (timm.models.ghostnet) in its training form (infer_mode False) as a
+    FusedGhostBottleneck, or None. Its forward (timm 1.0):
+        shortcut = x; x = ghost1(x)
+        if stride > 1: x = dw_rpr_scale(x) + sum of dw_rpr_conv[i](x)
+        x = se(x); x = ghost2(x); x += shortcut(shortcut)
+    ghost1 and ghost2 GhostModuleV3 (ghost2 without attention), the stride-2 branches ConvBnAct
+    without activation (one _ReparameterisedStage; conv_dw and bn_dw, used only in infer mode,
+    nn.Identity), se nn.Identity or timm's SqueezeExcite gated by a hard sigmoid, shortcut
+    nn.Identity or as GhostBottleneck's."""
+    names = {"conv_dw", "bn_dw", "ghost1", "dw_rpr_conv", "dw_rpr_scale", "se", "ghost2", "shortcut"}
+    if _children(block) != names or block.infer_mode is not False or getattr(block, "dw_rpr_skip", None) is not None \
+            or type(block.conv_dw) is not nn.Identity or type(block.bn_dw) is not nn.Identity \
+            or type(block.dw_rpr_conv) is not nn.ModuleList or not isinstance(block.stride, int):
+        return None
+    first, second = _ghost_module_v3(block.ghost1), _ghost_module_v3(block.ghost2)
+    if first is None or second is None or second[1] is not None:
+        return None
+    depthwise = None
+    if block.stride > 1:
+        depthwise = _reparameterised([_conv_bn(m) for m in block.dw_rpr_conv] + [_conv_bn(block.dw_rpr_scale)],
+                                     None, nn.Identity())
+        if depthwise is None:
+            return None
+    se = None if type(block.se) is nn.Identity else block.se
+    shortcut = nn.Sequential() if type(block.shortcut) is nn.Identity else block.shortcut
+    return _bottleneck(first[0], first[1], depthwise, se, second[0], shortcut, True)
 
 
 def _bottleneck(ghost1: tuple, attention: nn.Sequential | None, depthwise: _ConvolutionStage | None,
