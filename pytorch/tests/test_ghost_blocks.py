@@ -334,7 +334,7 @@ def test_real_models(checks, generator, name) -> None:
                                   f"{what}: within 4x the original's difference to float64")
                     if layout == "channels-last":
                         covered = sum(m.filter is not None for m in model.modules()
-                                      if type(m) is ghost_blocks._ConvolutionStage)
+                                      if isinstance(m, ghost_blocks._ConvolutionStage))
                         checks.record("" if sum(taken) == covered > 0 else f"{sum(taken)} of {covered} covered",
                                       f"{what}: the one-kernel stage taken")
 
