@@ -54,7 +54,8 @@ def digest(*tensors) -> str:
 
 def build_network(name: str, seed: int):
     import torch
-    from torch import nn
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "common"))
+    from checklib import randomise_batchnorms
     torch.manual_seed(seed)
     if name.startswith("torchvision."):
         import torchvision
@@ -62,16 +63,8 @@ def build_network(name: str, seed: int):
     else:
         import timm
         model = timm.create_model(name, pretrained=False)
-    generator = torch.Generator().manual_seed(seed + 1)
-    with torch.no_grad():
-        for module in model.modules():
-            if isinstance(module, nn.modules.batchnorm._BatchNorm) and module.running_mean is not None:
-                c = module.num_features
-                module.running_mean.copy_(torch.randn(c, generator=generator) * 0.1)
-                module.running_var.copy_(torch.rand(c, generator=generator) * 0.5 + 0.75)
-                if module.affine:
-                    module.weight.copy_(torch.rand(c, generator=generator) * 0.5 + 0.75)
-                    module.bias.copy_(torch.randn(c, generator=generator) * 0.1)
+    # Narrower than the tests' draws: a deep random network's activations stay of order one.
+    randomise_batchnorms(model, seed + 1, mean_std=0.1, variance=(0.75, 1.25), weight=(0.75, 1.25), bias_std=0.1)
     return model.eval()
 
 

@@ -127,20 +127,24 @@ class Custom(nn.Module):
         return self.inner(x)
 
 
-def randomise_batchnorms(model: nn.Module, seed: int = 7, convolution_biases: bool = False) -> nn.Module:
-    """BatchNorm statistics and affine parameters away from their defaults (running_mean ~ N(0, 0.5),
-    running_var ~ U(0.5, 2), weight ~ U(0.5, 1.5), bias ~ N(0, 0.3)), and with convolution_biases the
-    biases of nn.Conv2d ~ N(0, 0.3), drawn in module order, so that the folds are not trivial."""
+def randomise_batchnorms(model: nn.Module, seed: int = 7, convolution_biases: bool = False, mean_std: float = 0.5,
+                         variance: tuple[float, float] = (0.5, 2.0), weight: tuple[float, float] = (0.5, 1.5),
+                         bias_std: float = 0.3) -> nn.Module:
+    """BatchNorm statistics and affine parameters away from their defaults (running_mean ~ N(0, mean_std),
+    running_var ~ U(variance), weight ~ U(weight), bias ~ N(0, bias_std)), and with convolution_biases
+    the biases of nn.Conv2d ~ N(0, 0.3), drawn in module order, so that the folds are not trivial.
+    Narrower draws keep a deep random network's activations of order one, where its float32 outputs
+    should measure rounding rather than amplify it."""
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, nn.modules.batchnorm._BatchNorm) and m.running_mean is not None:
                 n = m.num_features
-                m.running_mean.copy_(torch.randn(n, generator=generator) * 0.5)
-                m.running_var.copy_(torch.rand(n, generator=generator) * 1.5 + 0.5)
+                m.running_mean.copy_(torch.randn(n, generator=generator) * mean_std)
+                m.running_var.copy_(torch.rand(n, generator=generator) * (variance[1] - variance[0]) + variance[0])
                 if m.weight is not None:
-                    m.weight.copy_(torch.rand(n, generator=generator) + 0.5)
-                    m.bias.copy_(torch.randn(n, generator=generator) * 0.3)
+                    m.weight.copy_(torch.rand(n, generator=generator) * (weight[1] - weight[0]) + weight[0])
+                    m.bias.copy_(torch.randn(n, generator=generator) * bias_std)
             elif convolution_biases and isinstance(m, nn.Conv2d) and m.bias is not None:
                 m.bias.copy_(torch.randn(m.bias.shape, generator=generator) * 0.3)
     return model

@@ -39,7 +39,7 @@ from torch import nn
 
 import hardact_torch as ha
 from checklib import (FLOAT_DTYPES, NAMES, Custom, edited_block_left_alone, record_blocks_fused, mismatch_report,
-                      raises)
+                      raises, randomise_batchnorms)
 from test_fused import (ACTIVATIONS, channel_view, compute_dtype, layout_report, layouts, meta_like,
                         reference_activation, reference_scale_shift)
 
@@ -90,14 +90,7 @@ def gentle_batchnorms(model: nn.Module) -> None:
     """Random BatchNorm statistics and affine parameters that keep a random network's activations of
     order one, so that its float32 outputs are a fair measure of the rewrite's rounding (the wider
     draws of test_fused's randomise_batchnorms amplify rounding to percents through depth)."""
-    generator = torch.Generator().manual_seed(11)
-    with torch.no_grad():
-        for m in model.modules():
-            if isinstance(m, nn.modules.batchnorm._BatchNorm):
-                m.running_mean.copy_(torch.randn(m.num_features, generator=generator) * 0.1)
-                m.running_var.copy_(torch.rand(m.num_features, generator=generator) + 0.5)
-                m.weight.copy_(torch.rand(m.num_features, generator=generator) + 0.5)
-                m.bias.copy_(torch.randn(m.num_features, generator=generator) * 0.1)
+    randomise_batchnorms(model, seed=11, mean_std=0.1, variance=(0.5, 1.5), weight=(0.5, 1.5), bias_std=0.1)
 
 
 def build(library: str, name: str) -> nn.Module:
