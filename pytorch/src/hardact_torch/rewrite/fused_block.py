@@ -31,6 +31,21 @@ __all__ = ["FusedInvertedResidual"]
 
 
 _DEPTHWISE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _one_kernel_applies(y: torch.Tensor, weight: torch.Tensor, parameters) -> bool:
+    """Whether the one-kernel depthwise stage may run on y with a filter of weight's dtype: no gradient
+    wanted (of y or of any tensor in parameters), not under torch.compile or autocast (the convolution
+    would run in autocast's dtype), a plain tensor (not a subclass), a 4-d channels-last CUDA
+    float32/float16/bfloat16 tensor of the filter's dtype (the convolution would raise otherwise),
+    aligned to four elements."""
+    if (_is_compiling() or type(y) is not torch.Tensor or not y.is_cuda or y.dtype not in _DEPTHWISE_DTYPES
+            or y.dtype != weight.dtype or y.dim() != 4 or torch.is_autocast_enabled("cuda")
+            or not y.is_contiguous(memory_format=torch.channels_last) or y.data_ptr() % (4 * y.element_size())):
+        return False
+    return not (torch.is_grad_enabled() and (y.requires_grad or any(t.requires_grad for t in parameters)))
+
+
 _ABSENT = {None: None}  # the source of an absent tensor (no expansion, no squeeze) in the one-call plan
 
 
@@ -151,12 +166,7 @@ class FusedInvertedResidual(nn.Module):
         filter's dtype (the convolution would raise), or a convolution it does not cover
         (_depthwise_filter)."""
         spec = self.depthwise_filter
-        if (spec is None or _is_compiling() or type(y) is not torch.Tensor or not y.is_cuda
-                or y.dtype not in _DEPTHWISE_DTYPES or y.dtype != self.conv2.weight.dtype or y.dim() != 4
-                or torch.is_autocast_enabled("cuda")
-                or not y.is_contiguous(memory_format=torch.channels_last) or y.data_ptr() % (4 * y.element_size())):
-            return None
-        if torch.is_grad_enabled() and (y.requires_grad or self.conv2.weight.requires_grad):
+        if spec is None or not _one_kernel_applies(y, self.conv2.weight, (self.conv2.weight,)):
             return None
         norm = self.norm2
         taps, scale, shift = self.depthwise_parameters()

@@ -12,7 +12,7 @@ from .. import _C
 from ..functional import (hardsigmoid_gate, residual_activation, scale_shift_activation_mean,
                           scale_shift_residual_activation)
 from ..modules import BatchNormActivation
-from .fused_block import FusedInvertedResidual
+from .fused_block import FusedInvertedResidual, _one_kernel_applies
 from .matching import _children, _depthwise_filter, _folded_norm, _fused_activation, _squeeze_layers
 from .timm_blocks import _inactive_in_eval
 
@@ -26,8 +26,6 @@ __all__ = ["FusedGhostBottleneck"]
 # write each half, the shortcut's last BatchNorm with the residual add, and (v2) the nearest upsampling
 # of the attention gate, read by broadcasting instead of written out (TUNING.md#depthwise-stage,
 # TUNING.md#package-fused-ops).
-
-_DEPTHWISE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 # The class names fuse_blocks hands to _ghost_block.
 _GHOST_BLOCKS = ("GhostBottleneck", "GhostBottleneckV3", "RepGhostBottleneck")
@@ -76,14 +74,9 @@ class _ConvolutionStage(nn.Module):
 
     def one_kernel(self, y: torch.Tensor, with_mean: bool) -> tuple[torch.Tensor, torch.Tensor | None] | None:
         """The stage in one kernel, or None where it does not apply (FusedInvertedResidual.depthwise_stage's
-        conditions)."""
+        conditions: _one_kernel_applies)."""
         spec = self.filter
-        if (spec is None or _is_compiling() or type(y) is not torch.Tensor or not y.is_cuda
-                or y.dtype not in _DEPTHWISE_DTYPES or y.dtype != self.conv.weight.dtype or y.dim() != 4
-                or torch.is_autocast_enabled("cuda")
-                or not y.is_contiguous(memory_format=torch.channels_last) or y.data_ptr() % (4 * y.element_size())):
-            return None
-        if torch.is_grad_enabled() and (y.requires_grad or any(t.requires_grad for t in self._parameter_tensors())):
+        if spec is None or not _one_kernel_applies(y, self.conv.weight, self._parameter_tensors()):
             return None
         norm = self.norm
         taps, scale, shift = self.kernel_parameters()
