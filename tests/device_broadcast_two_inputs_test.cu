@@ -1,6 +1,7 @@
 // Broadcast operands with two full-length inputs through the launchers on the device, in float,
 // double, half and bfloat16: a residual plus a bias (a chain), residual_activation (two full-length
-// inputs, no broadcast), and the backward policies BiasActivationBackward and
+// inputs, no broadcast), bias_activation_product (each full-length input with its bias), and the
+// backward policies BiasActivationBackward and
 // ScaleShiftActivationBackward with their broadcasts; device_family.hpp's sizes, every offset class
 // and in place on a full-length input.
 // Checked calls go through support/broadcast_check.hpp's check_call: bit for bit (NaN as a class)
@@ -50,6 +51,22 @@ TYPED_TEST(DeviceBroadcast, ResidualActivation) {
   using T = TypeParam;
   for (const std::size_t n : sweep_sizes()) {
     check_call<T>(hardact::residual_activation(hardact::HardSwish{}), n, full_input<T>(n, n), full_input<T>(n, n + 9));
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+// bias_activation_product: the full-length inputs apart, each followed by its bias (channels-last
+// and NCHW periods).
+TYPED_TEST(DeviceBroadcast, BiasActivationProduct) {
+  HARDACT_REQUIRE_DEVICE();
+  using T = TypeParam;
+  const auto op = hardact::bias_activation_product(hardact::ReLU6{});
+  for (const std::size_t n : sweep_sizes()) {
+    check_call<T>(op, n, full_input<T>(n, n), channel_input<T>(24, 1, 11), full_input<T>(n, n + 4),
+                  channel_input<T>(24, 1, 12));
+    if (::testing::Test::HasFatalFailure()) return;
+    check_call<T>(op, n, full_input<T>(n, n + 6), channel_input<T>(6, 49, 13), full_input<T>(n, n + 7),
+                  channel_input<T>(6, 49, 14));
     if (::testing::Test::HasFatalFailure()) return;
   }
 }

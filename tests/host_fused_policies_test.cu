@@ -1,9 +1,9 @@
 // The fused epilogue policies on the host (no GPU needed): Add, MultiplyAdd, bias_activation,
-// residual_activation, scale_shift_activation, HardSigmoidGate, BiasActivationBackward and
-// ScaleShiftActivationBackward against the documented formulas on the independent reference of
-// support/reference_family.hpp, in float, double, half and bfloat16; their validity and kernel
-// argument facts, no FMA contraction, bfloat16's single rounding, and the kernels' type rule
-// (detail::apply_op) for mixed broadcast types.
+// residual_activation, scale_shift_activation, HardSigmoidGate, bias_activation_product,
+// BiasActivationBackward and ScaleShiftActivationBackward against the documented formulas on the
+// independent reference of support/reference_family.hpp, in float, double, half and bfloat16; their
+// validity and kernel argument facts, no FMA contraction, bfloat16's single rounding, and the
+// kernels' type rule (detail::apply_op) for mixed broadcast types.
 #include "support/bits.hpp"
 #include "support/reference_family.hpp"
 #include "support/values.hpp"
@@ -220,6 +220,16 @@ TYPED_TEST(HostFusedPolicies, HardSigmoidGate) {
                                    [](auto x, auto g) { return mul_ref(x, family::hard_sigmoid(g)); })));
 }
 
+// bias_activation_product(act)(x, b, y, c) = act(x + b) * (y + c), each sum rounded, then the product.
+TYPED_TEST(HostFusedPolicies, BiasActivationProduct) {
+  using T = TypeParam;
+  for_each_activation([](auto activation, auto act, const char* name) {
+    EXPECT_TRUE((fused_matches<T, 4>(hardact::bias_activation_product(activation), [act](auto x, auto b, auto y, auto c) {
+      return mul_ref(act(add_ref(x, b)), add_ref(y, c));
+    }))) << name;
+  });
+}
+
 // BiasActivationBackward<Bw>(grad, x, b) = Bw(grad, x + b).
 TYPED_TEST(HostFusedPolicies, BiasActivationBackward) {
   using T = TypeParam;
@@ -252,12 +262,15 @@ TEST(HostFusedPolicyFacts, ValidityIsForwarded) {
   EXPECT_FALSE((hardact::BiasActivationBackward<hardact::HardTanhBackward>{{0.5, -0.5}}.is_valid()));
   EXPECT_FALSE((hardact::ScaleShiftActivationBackward<hardact::HardTanhBackward>{{-1.0, nan}}.is_valid()));
   EXPECT_TRUE((hardact::ScaleShiftActivationBackward<hardact::HardTanhBackward>{{0.0, 6.0}}.is_valid()));
+  EXPECT_TRUE(hardact::bias_activation_product(hardact::ReLU6{}).is_valid());
+  EXPECT_FALSE(hardact::bias_activation_product(hardact::HardTanh{2.0, -2.0}).is_valid());
 }
 
 TEST(HostFusedPolicyFacts, TriviallyCopyableKernelArguments) {
   static_assert(std::is_trivially_copyable_v<hardact::Add> && std::is_trivially_copyable_v<hardact::MultiplyAdd> &&
                 std::is_trivially_copyable_v<hardact::HardSigmoidGate>);
   static_assert(std::is_trivially_copyable_v<decltype(hardact::scale_shift_activation(hardact::HardTanh{}))>);
+  static_assert(std::is_trivially_copyable_v<decltype(hardact::bias_activation_product(hardact::HardTanh{}))>);
   static_assert(std::is_trivially_copyable_v<hardact::ScaleShiftActivationBackward<hardact::HardTanhBackward>>);
   static_assert(std::is_same_v<decltype(hardact::bias_activation(hardact::ReLU6{})),
                                hardact::Chain<hardact::Add, hardact::ReLU6>>);

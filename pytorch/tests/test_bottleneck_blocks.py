@@ -19,7 +19,10 @@ channels-last, batch 1 and 3, an odd input size (225x231), BatchNorm statistics 
 defaults: its largest error at most 4x the original's own (plus one unit of the dtype's epsilon of
 the largest output); the same with gradients wanted (the differentiable forms), and the input's
 gradient against the original's; a CUDA graph of each rewritten network replays its eager results.
-The GPU tests print each error next to the original's.
+The GPU tests print each error next to the original's. The star product operator
+(bias_activation_product, FusedStarBlock's one pass): its fake kernel, refusals and backward on
+meta tensors and its torch form on the CPU; with a GPU, bit for bit against its expression in every
+dtype, layout and activation, opcheck and gradcheck.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from torch import nn
 import hardact_torch as ha
 import hardact_torch.functional as functional
 import hardact_torch.rewrite.fused_block as fused_block
-from checklib import Custom, mismatch_report, randomise_batchnorms
+from checklib import NAMES, Custom, mismatch_report, raises, randomise_batchnorms
+from test_fused import ACTIVATIONS, channel_view, compute_dtype, layout_report, layouts, reference_activation
 
 SEED = 53
 
@@ -346,3 +350,151 @@ def test_linear_bottleneck_depthwise_parameters(checks) -> None:
         ok = (taps.shape == (block.conv2.kernel_size[0] ** 2, channels) and scale.shape == shift.shape == (channels,)
               and {t.dtype for t in (taps, scale, shift)} == {torch.float32})
         checks.record("" if ok else f"{tuple(taps.shape)} {tuple(scale.shape)}", f"{name}: depthwise parameters")
+
+
+# ---- the star product operator (bias_activation_product) -------------------------------------------
+
+def reference_product(x, bias, other, other_bias, activation, min_val, max_val):
+    """act(x + bias[c]) * (other + other_bias[c]) in the compute type, each step rounded, then rounded
+    once to x's dtype."""
+    ct = compute_dtype(x.dtype)
+    gated = reference_activation(x.to(ct) + channel_view(bias, x).to(ct), activation, min_val, max_val)
+    return (gated * (other.to(ct) + channel_view(other_bias, x).to(ct))).to(x.dtype)
+
+
+def test_product_fake_kernel_and_refusals(checks) -> None:
+    """The fake kernel: empty_like(x) in both layouts; the metadata checks the CUDA kernel makes."""
+    ops = torch.ops.hardact
+    for layout, x in (("NCHW", torch.empty(2, 6, 5, 7, device="meta")),
+                      ("channels-last", torch.empty(2, 6, 5, 7, device="meta").contiguous(
+                          memory_format=torch.channels_last))):
+        p = torch.empty(6, device="meta")
+        y = ops.bias_activation_product(x, p, torch.empty_like(x), p, "relu6")
+        checks.record("" if y.shape == x.shape and y.stride() == x.stride() else f"strides {y.stride()}",
+                      f"fake bias_activation_product {layout}: empty_like(x)")
+    x = torch.empty(2, 6, 5, 5, device="meta")
+    p = torch.empty(6, device="meta")
+    for what, call, error in (
+            ("other of another shape", lambda: ops.bias_activation_product(
+                x, p, torch.empty(2, 6, 5, 4, device="meta"), p), ValueError),
+            ("other of another dtype", lambda: ops.bias_activation_product(
+                x, p, torch.empty_like(x, dtype=torch.float64), p), TypeError),
+            ("a bias of the wrong length", lambda: ops.bias_activation_product(
+                x, torch.empty(5, device="meta"), torch.empty_like(x), p), ValueError),
+            ("other_bias of the wrong length", lambda: ops.bias_activation_product(
+                x, p, torch.empty_like(x), torch.empty(7, device="meta")), ValueError),
+            ("unknown activation", lambda: ops.bias_activation_product(x, p, torch.empty_like(x), p, "gelu"),
+             ValueError),
+            ("hardtanh bounds reversed", lambda: ops.bias_activation_product(
+                x, p, torch.empty_like(x), p, "hardtanh", 1.0, 0.0), ValueError)):
+        checks.record(raises(error, call), f"fake bias_activation_product: {what} refused")
+
+
+def test_product_backward_on_meta(checks) -> None:
+    """The C++ backward runs on meta tensors (shapes only): every input's gradient has its input's shape."""
+    for shape in ((3, 6, 5, 5), (3, 6, 11)):
+        for activation in ("relu6", "hardsigmoid", "identity"):
+            leaves = [torch.empty(s, device="meta", requires_grad=True) for s in (shape, (6,), shape, (6,))]
+            try:
+                grads = torch.autograd.grad(ha.bias_activation_product(*leaves, activation), leaves,
+                                            torch.empty(shape, device="meta"))
+                report = "" if [g.shape for g in grads] == [v.shape for v in leaves] else \
+                    f"shapes {[tuple(g.shape) for g in grads]}"
+            except Exception as error:  # noqa: BLE001
+                report = f"{type(error).__name__}: {error}"
+            checks.record(report, f"bias_activation_product backward on meta, x {shape}, {activation}")
+
+
+def test_product_on_cpu_names_the_expression(checks) -> None:
+    """A CPU x raises ValueError giving the expression in torch operators."""
+    x, p = torch.randn(2, 4, 3, 3), torch.randn(4)
+    checks.record(raises(ValueError, lambda: ha.bias_activation_product(x, p, x, p, "relu6")),
+                  "bias_activation_product on a CPU tensor refused")
+    try:
+        ha.bias_activation_product(x, p, x, p, "relu6")
+    except ValueError as error:
+        checks.record("" if "other_bias.view" in str(error) else str(error),
+                      "bias_activation_product on a CPU tensor: the error gives the expression")
+
+
+def test_product_torch_form(checks) -> None:
+    """Under torch.compile the function is its torch form: on the CPU, in float64, the documented
+    expression (traced whole with backend eager)."""
+    generator = torch.Generator().manual_seed(SEED)
+    x, other = (torch.randn(2, 6, 5, 7, dtype=torch.float64, generator=generator) * 4 for _ in range(2))
+    bias, other_bias = (torch.randn(6, dtype=torch.float64, generator=generator) for _ in range(2))
+    for activation, lo, hi in ACTIVATIONS:
+        compiled = torch.compile(lambda *a: ha.bias_activation_product(*a, activation, lo, hi), backend="eager",
+                                 fullgraph=True)
+        got = compiled(x, bias, other, other_bias)
+        expected = reference_product(x, bias, other, other_bias, activation, lo, hi)
+        checks.record("" if torch.equal(got, expected) else f"largest difference {(got - expected).abs().max():.3g}",
+                      f"bias_activation_product {activation}: the torch form under torch.compile")
+
+
+@pytest.mark.cuda
+def test_product_registration(checks) -> None:
+    for key in ("CUDA", "Autograd", "Meta"):
+        has = torch._C._dispatch_has_kernel_for_dispatch_key("hardact::bias_activation_product", key)
+        checks.record("" if has else "missing", f"bias_activation_product has a {key} kernel")
+    checks.record("" if "bias_activation_product" in ha._registrations.FUSED_OPS else "missing", "in FUSED_OPS")
+    checks.record("" if "bias_activation_product" in ha.__all__ else "missing", "exported")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64, torch.float16, torch.bfloat16), ids=NAMES.get)
+def test_product_forward(checks, generator, dtype) -> None:
+    """Every layout and activation bit for bit against the documented expression (and, in float32,
+    against eager's ops); 16-bit biases of x's dtype too; the output's layout is the fake kernel's."""
+    for layout, x in layouts(dtype, generator):
+        c = x.shape[1]
+        other = torch.randn(x.shape, device="cuda", generator=generator).to(dtype)
+        bias = torch.randn(c, device="cuda", generator=generator)
+        other_bias = torch.randn(c, device="cuda", generator=generator)
+        forms = [("float biases", bias, other_bias)]
+        if dtype in (torch.float16, torch.bfloat16):
+            forms.append((f"{NAMES[dtype]} biases", bias.to(dtype), other_bias.to(dtype)))
+        for activation, lo, hi in ACTIVATIONS:
+            for form, b, ob in forms:
+                got = ha.bias_activation_product(x, b, other, ob, activation, lo, hi)
+                what = f"bias_activation_product {form} {activation} {NAMES[dtype]} {layout}"
+                checks.record(mismatch_report(got, reference_product(x, b, other, ob, activation, lo, hi), x), what)
+                if dtype == torch.float32:
+                    eager = reference_activation(x + channel_view(b, x), activation, lo, hi) * (other + channel_view(ob, x))
+                    checks.record(mismatch_report(got, eager, x), what + " vs eager ops")
+        got = ha.bias_activation_product(x, bias, other, other_bias, "relu6")
+        checks.record(layout_report(got, x, lambda m: torch.ops.hardact.bias_activation_product(
+            m, bias.to("meta"), torch.empty_like(m), other_bias.to("meta"), "relu6")),
+            f"bias_activation_product {NAMES[dtype]} {layout} layout: real = fake = empty_like(x)")
+
+
+@pytest.mark.cuda
+def test_product_opcheck_and_gradcheck(checks, generator) -> None:
+    """torch.library.opcheck (schema, fake kernel, autograd registration) in float32 and bfloat16, and
+    float64 gradients of all four inputs against torch.autograd.gradcheck, away from the kinks."""
+    for dtype in (torch.float32, torch.bfloat16):
+        x, other = (torch.randn(3, 5, 4, 4, device="cuda", dtype=dtype, generator=generator).requires_grad_()
+                    for _ in range(2))
+        b, ob = (torch.randn(5, device="cuda", generator=generator).requires_grad_() for _ in range(2))
+        for what, args in (("NCHW", (x, b, other, ob, "hardswish")),
+                           ("channels-last", (x.detach().contiguous(memory_format=torch.channels_last).requires_grad_(),
+                                              b, other, ob, "relu6"))):
+            try:
+                torch.library.opcheck(torch.ops.hardact.bias_activation_product.default, args)
+                report = ""
+            except Exception as error:  # noqa: BLE001
+                report = f"{type(error).__name__}: {str(error)[:600]}"
+            checks.record(report, f"opcheck bias_activation_product {what} {NAMES[dtype]}")
+    x = torch.rand(2, 3, 4, 4, device="cuda", dtype=torch.float64, generator=generator) * 0.8 + 0.1
+    x = (x + torch.randint(-5, 7, x.shape, device="cuda", generator=generator).double()).requires_grad_()
+    other = torch.randn(2, 3, 4, 4, device="cuda", dtype=torch.float64, generator=generator).requires_grad_()
+    b = (torch.rand(3, device="cuda", dtype=torch.float64, generator=generator) * 0.01).requires_grad_()
+    ob = torch.randn(3, device="cuda", dtype=torch.float64, generator=generator).requires_grad_()
+    for activation, lo, hi in ACTIVATIONS:
+        try:
+            ok = torch.autograd.gradcheck(lambda *a: ha.bias_activation_product(*a, activation, lo, hi),
+                                          (x, b, other, ob), eps=1e-6, atol=1e-5)
+            report = "" if ok else "gradcheck false"
+        except Exception as error:  # noqa: BLE001
+            report = f"{type(error).__name__}: {str(error)[:400]}"
+        checks.record(report, f"gradcheck bias_activation_product {activation}")

@@ -131,7 +131,8 @@ double hardact_host_reference(double x) {
   sum += HardSwish{}(x) + HardSigmoid::onnx()(x);
   sum += hardact::bias_activation(HardSwish{})(x, 1.0) + hardact::scale_shift_activation(ReLU6{})(x, 2.0, 1.0) +
          hardact::HardSigmoidGate{}(x, 0.5) + hardact::BiasActivationBackward<HardSwishBackward>{}(1.0, x, 0.5) +
-         hardact::scale_shift_residual_activation(ReLU6{})(x, 2.0, 1.0, 0.5);
+         hardact::scale_shift_residual_activation(ReLU6{})(x, 2.0, 1.0, 0.5) +
+         hardact::bias_activation_product(ReLU6{})(x, 1.0, 2.0, 0.5);
   return (hardact::chain(Offset{1.0}, HardTanh{}).is_valid() && HardTanh{}.is_valid()) ? sum : 0.0;
 }
 
@@ -154,6 +155,8 @@ cudaError_t every_fused_entry_point(const ConsumerBuffers& b, std::size_t n, cud
   status = first_error(status, hardact::transform(hardact::scale_shift_activation(HardSwish{}), b.bf16,
                                                   channels_last_gate, channels_last_gate, b.bf16, n, stream));
   status = first_error(status, hardact::transform(hardact::BiasActivationBackward<HardSwishBackward>{}, b.f32, b.f32_b,
+                                                  bias, b.f32, n, stream));
+  status = first_error(status, hardact::transform(hardact::bias_activation_product(ReLU6{}), b.f32, bias, b.f32_b,
                                                   bias, b.f32, n, stream));
   status = first_error(status, hardact::transform(hardact::ScaleShiftActivationBackward<HardTanhBackward>{}, b.f32,
                                                   b.f32_b, per_nchw_channel, per_nchw_channel, b.f32, n, stream));

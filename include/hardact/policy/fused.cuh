@@ -1,9 +1,9 @@
 /// @file fused.cuh
 /// @brief Fused epilogue policies: bias or residual add, folded inference BatchNorm (scale and
-///        shift) and squeeze-excitation gating, each with an activation in the same pass, and the
-///        gradients a training user needs. Their extra inputs are usually hardact::Broadcast
-///        operands (operand.cuh): `transform(bias_activation(HardSwish{}), x, per_channel(b, N),
-///        y, n)`.
+///        shift), squeeze-excitation gating and a gated product, each with an activation in the
+///        same pass, and the gradients a training user needs. Their extra inputs are usually
+///        hardact::Broadcast operands (operand.cuh): `transform(bias_activation(HardSwish{}), x,
+///        per_channel(b, N), y, n)`.
 #pragma once
 
 #include <hardact/numeric/arithmetic.cuh>
@@ -77,6 +77,33 @@ __host__ __device__ constexpr Chain<MultiplyAdd, Activation> scale_shift_activat
 template <class Activation>
 __host__ __device__ constexpr Chain<MultiplyAddAdd, Activation> scale_shift_residual_activation(Activation activation) {
   return chain(MultiplyAddAdd{}, activation);
+}
+
+/// y = activation(x + bias) * (other + other_bias): called as op(x, bias, other, other_bias), the
+/// gated product of two convolutions' outputs with both biases added in the same pass (StarNet's
+/// star operation, `act(f1(y)) * f2(y)` with the convolutions run without their biases); the
+/// biases usually per_channel broadcasts, other full-length. In float, bit for bit PyTorch's
+/// `act(x + bias) * (other + other_bias)` (each sum rounded, then the product; never an FMA); half
+/// and bfloat16 round once.
+template <class Activation>
+struct BiasActivationProduct {
+  Activation activation{};
+
+  __host__ __device__ bool is_valid() const { return detail::policy_is_valid(activation); }
+
+  template <class T>
+  __host__ __device__ T operator()(T x, T bias, T other, T other_bias) const {
+    using C = compute_t<T>;
+    const C gated = activation(detail::add_rn(to_compute(x), to_compute(bias)));
+    return from_compute<T>(detail::mul_rn(gated, detail::add_rn(to_compute(other), to_compute(other_bias))));
+  }
+};
+
+/// BiasActivationProduct with `activation`: `transform(bias_activation_product(ReLU6{}), x,
+/// per_channel(b1, C), other, per_channel(b2, C), out, n)` over channels-last [N, H, W, C] arrays.
+template <class Activation>
+__host__ __device__ constexpr BiasActivationProduct<Activation> bias_activation_product(Activation activation) {
+  return BiasActivationProduct<Activation>{activation};
 }
 
 /// Squeeze-excitation gating, y = x * hardsigmoid(gate): called as op(x, gate), gate usually a

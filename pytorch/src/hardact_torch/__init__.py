@@ -21,9 +21,9 @@ from . import _C  # noqa: F401  (loading the extension registers torch.ops.harda
 from .cuda_graph import CudaGraphCache, CudaGraphInference, cuda_graph_cache, cuda_graph_inference
 from ._registrations import (DTENSOR_SHARDING_REGISTERED, FUSED_ACTIVATIONS, SUPPORTED_DTYPES, UNARY_OPS,
                              sharded_ops)
-from .functional import (bias_activation, hardsigmoid, hardsigmoid_, hardsigmoid_gate, hardswish, hardswish_,
-                         hardtanh, hardtanh_, relu6, relu6_, residual_activation, scale_shift_activation,
-                         scale_shift_activation_mean, scale_shift_residual_activation)
+from .functional import (bias_activation, bias_activation_product, hardsigmoid, hardsigmoid_, hardsigmoid_gate,
+                         hardswish, hardswish_, hardtanh, hardtanh_, relu6, relu6_, residual_activation,
+                         scale_shift_activation, scale_shift_activation_mean, scale_shift_residual_activation)
 from .modules import (BatchNormActivation, HardSigmoid, HardSigmoidEffectiveSqueezeExcitation,
                       HardSigmoidSqueezeExcitation, HardSwish, HardTanh, ReLU6)
 from .rewrite import (FusedGhostBottleneck, FusedInvertedResidual, FusedLinearBottleneck, FusedStarBlock,
@@ -35,7 +35,7 @@ __all__ = [
     "hardsigmoid", "hardsigmoid_", "hardtanh", "hardtanh_", "hardswish", "hardswish_", "relu6", "relu6_",
     "HardSigmoid", "HardTanh", "HardSwish", "ReLU6", "replace_activations",
     "FUSED_ACTIVATIONS", "scale_shift_activation", "bias_activation", "residual_activation", "hardsigmoid_gate",
-    "scale_shift_residual_activation", "scale_shift_activation_mean",
+    "scale_shift_residual_activation", "scale_shift_activation_mean", "bias_activation_product",
     "BatchNormActivation", "fuse_batchnorm_activation", "HardSigmoidSqueezeExcitation", "fuse_squeeze_excitation",
     "HardSigmoidEffectiveSqueezeExcitation",
     "FusedInvertedResidual", "FusedGhostBottleneck", "FusedLinearBottleneck", "FusedStarBlock", "fuse_blocks",

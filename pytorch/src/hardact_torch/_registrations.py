@@ -19,7 +19,7 @@ import torch
 SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 UNARY_OPS = ("hardsigmoid", "hardtanh", "hardswish", "relu6")
 FUSED_OPS = ("scale_shift_activation", "residual_activation", "scale_shift_residual_activation",
-             "scale_shift_activation_mean", "hardsigmoid_gate")
+             "scale_shift_activation_mean", "hardsigmoid_gate", "bias_activation_product")
 FUSED_ACTIVATIONS = ("identity", "hardsigmoid", "hardswish", "relu6", "hardtanh", "relu")
 
 _ops = torch.ops.hardact
@@ -161,6 +161,17 @@ def _register_fused_fakes() -> None:
         _check_activation("residual_activation", activation, min_val, max_val)
         return torch.empty_like(x)
 
+    @torch.library.register_fake("hardact::bias_activation_product")
+    def _(x, bias, other, other_bias, activation="identity", min_val=-1.0, max_val=1.0):
+        name = "bias_activation_product"
+        _check_channel_input(name, x)
+        _check_like_x(name, x, other, "other")
+        _check_activation(name, activation, min_val, max_val)
+        for what, p in (("bias", bias), ("other_bias", other_bias)):
+            torch._check_value(p.numel() == x.shape[1],
+                               lambda: f"hardact::{name}: {what} has {p.numel()} elements, expected {x.shape[1]}")
+        return torch.empty_like(x)
+
     @torch.library.register_fake("hardact::hardsigmoid_gate")
     def _(x, gate):
         _check_channel_input("hardsigmoid_gate", x)
@@ -183,7 +194,8 @@ def sharded_ops() -> list:
         overloads += [getattr(_ops, name).default, getattr(_ops, name + "_").default,
                       getattr(_ops, name + "_backward").default]
     return overloads + [_ops.scale_shift_activation.default, _ops.residual_activation.default,
-                        _ops.scale_shift_residual_activation.default, _ops.scale_shift_activation_mean.default]
+                        _ops.scale_shift_residual_activation.default, _ops.scale_shift_activation_mean.default,
+                        _ops.bias_activation_product.default]
 
 
 def _register_sharding() -> bool:
@@ -231,6 +243,13 @@ def _register_sharding() -> bool:
         others = [None] * (len(rest) + len(kwargs))
         params = [None if p is None else Replicate() for p in (scale, shift)]
         return [([placement], [placement] + params + [placement] + others)
+                for placement in [Replicate()] + [Shard(dim) for dim in range(x.ndim) if dim != 1]]
+
+    # other is sharded as x, both biases replicated.
+    @register_sharding(_ops.bias_activation_product.default)
+    def _(x, bias, other, other_bias, *rest, **kwargs):
+        others = [None] * (len(rest) + len(kwargs))
+        return [([placement], [placement, Replicate(), placement, Replicate()] + others)
                 for placement in [Replicate()] + [Shard(dim) for dim in range(x.ndim) if dim != 1]]
 
     # The mean reduces every dim after 1 and keeps dims 0 and 1, of which only the batch may be

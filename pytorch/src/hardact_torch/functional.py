@@ -1,6 +1,6 @@
 """hardact's functions, like torch.nn.functional's: hardsigmoid, hardtanh, hardswish and relu6 (and their
 in-place forms), and the fused epilogues (an activation with a folded BatchNorm's scale and shift, a
-bias, a residual or a squeeze-excitation gate, in one pass).
+bias, a residual, a squeeze-excitation gate or a gated product, in one pass).
 
 Results on CUDA are bit-identical to PyTorch's for float32, float16 and bfloat16, forward and
 backward, and for float64 except HardSigmoid/HardSwish, which hardact computes exactly in double
@@ -24,7 +24,7 @@ from . import _C  # loading the extension registers torch.ops.hardact
 __all__ = [
     "hardsigmoid", "hardsigmoid_", "hardtanh", "hardtanh_", "hardswish", "hardswish_", "relu6", "relu6_",
     "scale_shift_activation", "bias_activation", "residual_activation", "hardsigmoid_gate",
-    "scale_shift_residual_activation", "scale_shift_activation_mean",
+    "scale_shift_residual_activation", "scale_shift_activation_mean", "bias_activation_product",
 ]
 
 # Eager calls go straight to the extension's bindings (python_module.cpp), which cost what F.*'s
@@ -180,6 +180,20 @@ def scale_shift_activation_mean(x: torch.Tensor, scale: torch.Tensor | None, shi
         y = scale_shift_activation(x, scale, shift, activation, min_val, max_val)
         return y, y.mean(tuple(range(2, x.dim())), dtype=_compute_dtype(x)).to(x.dtype)
     return _C.scale_shift_activation_mean(x, scale, shift, activation, float(min_val), float(max_val))
+
+
+def bias_activation_product(x: torch.Tensor, bias: torch.Tensor, other: torch.Tensor, other_bias: torch.Tensor,
+                            activation: str = "identity", min_val: float = -1.0, max_val: float = 1.0) -> torch.Tensor:
+    """activation(x + bias[c]) * (other + other_bias[c]), c along dim 1 of x, other of x's shape and
+    dtype: two convolutions' outputs (run without their biases) gated in one pass, StarNet's star
+    product. Computed in float (double for float64): each sum rounded, then the product, rounded
+    once; float32 bit for bit `act(x + bias.view(C, 1, 1)) * (other + other_bias.view(C, 1, 1))`.
+    Differentiable in all four tensors."""
+    if _is_compiling():
+        dtype = _compute_dtype(x)
+        gated = _activation_reference(x.to(dtype) + _channel_view(bias, x).to(dtype), activation, min_val, max_val)
+        return (gated * (other.to(dtype) + _channel_view(other_bias, x).to(dtype))).to(x.dtype)
+    return _C.bias_activation_product(x, bias, other, other_bias, activation, float(min_val), float(max_val))
 
 
 def hardsigmoid_gate(x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:

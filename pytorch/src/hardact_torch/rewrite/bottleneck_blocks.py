@@ -9,8 +9,8 @@ from torch import nn
 from torch.compiler import is_compiling as _is_compiling
 
 from .. import _C
-from ..functional import (hardsigmoid, hardswish, hardtanh, relu6, residual_activation, scale_shift_activation,
-                          scale_shift_activation_mean, scale_shift_residual_activation)
+from ..functional import (bias_activation_product, hardsigmoid, hardswish, hardtanh, relu6, residual_activation,
+                          scale_shift_activation, scale_shift_activation_mean, scale_shift_residual_activation)
 from ..modules import BatchNormActivation
 from .fused_block import FusedInvertedResidual
 from .matching import _children, _depthwise_filter, _folded_norm, _fused_activation, _matrix_conv, _package
@@ -152,8 +152,9 @@ class FusedStarBlock(nn.Module):
 
         y = norm1(conv1(x))          the depthwise 7x7 convolution without its bias, which joins the
                                      BatchNorm's shift: norm1 = (z + b) * scale + shift, folded
-        a = act(f1(y) + b1)          f1 without its bias: the bias and act in one bias_activation
-        a = a * f2(y)                the star product (f2 the block's own, with its bias), in place
+        a = act(f1(y) + b1) * (f2(y) + b2)
+                                     the star product: f1 and f2 without their biases, both biases,
+                                     the activation and the product in one bias_activation_product
         z = norm_g(conv_g(a))        g's convolution without its bias, folded into its BatchNorm
         out = conv2(z) + b2 + x      dwconv2 without its bias: the bias and the residual add in one
                                      scale_shift_residual_activation (a scale of ones)
@@ -161,12 +162,13 @@ class FusedStarBlock(nn.Module):
     The convolutions are the block's modules (shared); the folded shifts (shift + bias * scale,
     computed in float64 once, frozen like BatchNormActivation's) are buffers. No pass is added: each
     bias is either ATen's own pass, now merged, or inside the convolution's kernel, now in the next
-    pass. The star product stays two passes (the activation, the multiply): no hardact op computes
-    act(a) * b. Where a gradient is wanted or under torch.compile, the block's own forms run (the
-    convolutions with their biases, then the BatchNorms). Against the original block the results
-    differ by rounding only: the BatchNorms are folded as BatchNormActivation's are, with the bias;
-    in float32 the f1 and dwconv2 passes give the original's bits (z + b rounded, then the activation
-    or + x rounded). Made by fuse_blocks, for inference; differentiable, with the BatchNorms frozen."""
+    pass; the star product is one pass where eager makes four (f1's and f2's bias adds, the
+    activation, the multiply). Where a gradient is wanted or under torch.compile, the block's own
+    forms run (the convolutions with their biases, then the BatchNorms). Against the original block
+    the results differ by rounding only: the BatchNorms are folded as BatchNormActivation's are, with
+    the bias; in float32 the star product and dwconv2 passes give the original's bits (each sum
+    rounded, then the activation, the product or + x rounded). Made by fuse_blocks, for inference;
+    differentiable, with the BatchNorms frozen."""
 
     def __init__(self, depthwise: tuple[nn.Conv2d, BatchNormActivation], f1: nn.Conv2d, f2: nn.Conv2d,
                  activation: nn.Module, gate: tuple[nn.Conv2d, BatchNormActivation], depthwise2: nn.Conv2d):
@@ -179,6 +181,9 @@ class FusedStarBlock(nn.Module):
         self.register_buffer("shift1", _bias_folded(self.norm1, self.conv1.bias))
         self.register_buffer("shift_g", _bias_folded(self.norm_g, self.conv_g.bias))
         self.register_buffer("ones", torch.ones_like(self.norm1.scale, memory_format=torch.contiguous_format))
+        # What the star product adds for a convolution without a bias (not saved: zeros).
+        self.register_buffer("hidden_zeros", torch.zeros(f1.out_channels, dtype=self.f1.weight.dtype,
+                                                         device=self.f1.weight.device), persistent=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if _is_compiling() or type(x) is not torch.Tensor \
@@ -188,10 +193,11 @@ class FusedStarBlock(nn.Module):
             return x + self.conv2(self.norm_g(self.conv_g(a)))
         y = scale_shift_activation(self.conv1._conv_forward(x, self.conv1.weight, None), self.norm1.scale,
                                    self.shift1)
-        a = self.f1._conv_forward(y, self.f1.weight, None)
-        a = _activation(a, self.activation) if self.f1.bias is None else \
-            scale_shift_activation(a, None, self.f1.bias, *self.activation)
-        a.mul_(self.f2(y))
+        a = bias_activation_product(
+            self.f1._conv_forward(y, self.f1.weight, None),
+            self.hidden_zeros if self.f1.bias is None else self.f1.bias,
+            self.f2._conv_forward(y, self.f2.weight, None),
+            self.hidden_zeros if self.f2.bias is None else self.f2.bias, *self.activation)
         z = scale_shift_activation(self.conv_g._conv_forward(a, self.conv_g.weight, None), self.norm_g.scale,
                                    self.shift_g)
         bias = self.conv2.bias
@@ -322,7 +328,7 @@ def _starnet_block(block: nn.Module) -> FusedStarBlock | None:
         return None
     stages = [_starnet_conv(block.dwconv, True), _starnet_conv(block.f1, False), _starnet_conv(block.f2, False),
               _starnet_conv(block.g, True), _starnet_conv(block.dwconv2, False)]
-    if any(stage is None for stage in stages):
+    if any(stage is None for stage in stages) or stages[1][0].out_channels != stages[2][0].out_channels:
         return None
     return FusedStarBlock(stages[0], stages[1][0], stages[2][0], block.act, stages[3], stages[4][0])
 

@@ -95,6 +95,9 @@ constexpr char kScaleShiftResidualElsewhere[] =
 constexpr char kScaleShiftMeanElsewhere[] =
     "the same expression in torch operators: y = activation(x * scale.view(1, -1, 1, 1) + shift.view(1, -1, 1, 1)) "
     "for 4-D x, then y.mean((2, 3))";
+constexpr char kProductElsewhere[] =
+    "the same expression in torch operators: activation(x + bias.view(1, -1, 1, 1)) * (other + "
+    "other_bias.view(1, -1, 1, 1)) for 4-D x, e.g. torch.nn.functional.relu6(...) * (...)";
 constexpr char kGateElsewhere[] =
     "the same expression in torch operators: x * torch.nn.functional.hardsigmoid(gate.view(N, C, 1, 1))";
 
@@ -273,6 +276,7 @@ constexpr char kResidualOp[] = "hardact::residual_activation";
 constexpr char kScaleShiftResidualOp[] = "hardact::scale_shift_residual_activation";
 constexpr char kScaleShiftMeanOp[] = "hardact::scale_shift_activation_mean";
 constexpr char kGateOp[] = "hardact::hardsigmoid_gate";
+constexpr char kProductOp[] = "hardact::bias_activation_product";
 
 constexpr char kHardsigmoidName[] = "hardsigmoid";
 constexpr char kHardswishName[] = "hardswish";
@@ -577,6 +581,10 @@ PyMethodDef methods[] = {
              "scale_shift_activation_mean(x, scale, shift, activation, min_val, max_val) -> (Tensor, Tensor)"),
     fastcall("hardsigmoid_gate", fused<kGateOp, kGateElsewhere, Tensor, const Tensor&>,
              "hardsigmoid_gate(x, gate) -> Tensor"),
+    fastcall("bias_activation_product",
+             fused<kProductOp, kProductElsewhere, Tensor, const Tensor&, const Tensor&, const Tensor&,
+                   c10::string_view, double, double>,
+             "bias_activation_product(x, bias, other, other_bias, activation, min_val, max_val) -> Tensor"),
     fastcall("_linear_activation", linear_activation,
              "_linear_activation(x, weight, bias, relu, tf32) -> Tensor: relu?(x @ weight.T + bias), float32, "
              "TF32 products where tf32; inference only"),

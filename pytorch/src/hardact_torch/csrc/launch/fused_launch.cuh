@@ -64,6 +64,17 @@ cudaError_t launch_scale_shift_residual_activation(FusedActivation activation, d
 }
 
 template <class T, class Param>
+cudaError_t launch_bias_activation_product(FusedActivation activation, double min_val, double max_val, const T* x,
+                                           const Param* bias, const T* other, const Param* other_bias, T* out,
+                                           std::size_t n, std::size_t channels, std::size_t inner,
+                                           cudaStream_t stream) {
+  return fused_detail::with_activation(activation, min_val, max_val, [&](auto act) {
+    return hardact::transform(hardact::bias_activation_product(act), x, hardact::per_channel(bias, channels, inner),
+                              other, hardact::per_channel(other_bias, channels, inner), out, n, stream);
+  });
+}
+
+template <class T, class Param>
 cudaError_t launch_scale_shift_activation_mean(FusedActivation activation, double min_val, double max_val, const T* x,
                                                const Param* scale, const Param* shift, T* out, T* mean, bool nchw,
                                                std::size_t samples, std::size_t channels, std::size_t positions,
@@ -121,6 +132,9 @@ cudaError_t launch_hardsigmoid_gate(const T* x, const T* gate, bool nchw, std::s
       std::size_t, cudaStream_t);                                                                                    \
   template cudaError_t hardact_torch::launch_scale_shift_residual_activation<T, Param>(                              \
       FusedActivation, double, double, const T*, const Param*, const Param*, const T*, T*, std::size_t, std::size_t, \
+      std::size_t, cudaStream_t);                                                                                    \
+  template cudaError_t hardact_torch::launch_bias_activation_product<T, Param>(                                      \
+      FusedActivation, double, double, const T*, const Param*, const T*, const Param*, T*, std::size_t, std::size_t, \
       std::size_t, cudaStream_t);                                                                                    \
   template cudaError_t hardact_torch::launch_scale_shift_activation_mean<T, Param>(                                  \
       FusedActivation, double, double, const T*, const Param*, const Param*, T*, T*, bool, std::size_t, std::size_t, \

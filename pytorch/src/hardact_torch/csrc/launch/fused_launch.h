@@ -28,6 +28,14 @@ cudaError_t launch_scale_shift_residual_activation(FusedActivation activation, d
                                                    const T* residual, T* out, std::size_t n, std::size_t channels,
                                                    std::size_t inner, cudaStream_t stream);
 
+/// act(x + bias[c]) * (other + other_bias[c]), c as above, other full-length in x's memory order:
+/// each sum rounded, then the product (hardact::bias_activation_product). Both biases given.
+template <class T, class Param>
+cudaError_t launch_bias_activation_product(FusedActivation activation, double min_val, double max_val, const T* x,
+                                           const Param* bias, const T* other, const Param* other_bias, T* out,
+                                           std::size_t n, std::size_t channels, std::size_t inner,
+                                           cudaStream_t stream);
+
 /// Device memory for one launch's partial sums: allocate(bytes, context) returns `bytes` bytes that
 /// stay valid for the work the launch enqueues on its stream (fused_ops.cu passes PyTorch's
 /// caching allocator: a launch never allocates on its own).

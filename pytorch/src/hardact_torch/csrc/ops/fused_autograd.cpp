@@ -11,6 +11,8 @@
 //   scale_shift_activation_mean: as scale_shift_activation with grad = grad_y + grad_mean[n, c] / (H * W)
 //                           (either may be undefined)
 //   hardsigmoid_gate:       dx = grad * hardsigmoid(gate), dgate = hardsigmoid'(gate) * sum(grad * x)
+//   bias_activation_product: s = x + bias, v = other + other_bias; dx = act'(s) * (grad * v),
+//                           dbias = sum(dx), dother = grad * act(s), dother_bias = sum(dother)
 // Forward-mode AD raises, as for the other hardact operators.
 
 #include "launch/fused_activation.h"
@@ -222,6 +224,59 @@ struct HardsigmoidGateBackward final : torch::autograd::TraceableFunction {
   SavedVariable saved_x, saved_gate;
 };
 
+/// act(s) with ATen's operators, in s's dtype (hardsigmoid as the kernel computes it: gate_values).
+Tensor activation_values(FusedActivation activation, double min_val, double max_val, const Tensor& s) {
+  switch (activation) {
+    case FusedActivation::identity: return s;
+    case FusedActivation::hardsigmoid: return gate_values(s, s.scalar_type());
+    case FusedActivation::hardswish: return at::hardswish(s);
+    case FusedActivation::relu6: return at::hardtanh(s, 0.0, 6.0);
+    case FusedActivation::hardtanh: return at::hardtanh(s, min_val, max_val);
+    case FusedActivation::relu: return at::relu(s);
+  }
+  return s;
+}
+
+struct BiasActivationProductBackward final : torch::autograd::TraceableFunction {
+  variable_list apply(variable_list&& grads) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    variable_list grad_inputs(4);
+    if (!grads[0].defined()) return grad_inputs;
+    const Tensor x = saved_x.unpack(), bias = saved_bias.unpack();
+    const Tensor other = saved_other.unpack(), other_bias = saved_other_bias.unpack();
+    const at::ScalarType type = compute_type(x);
+    const Tensor grad = grads[0].to(type);
+    const Tensor s = x.to(type) + broadcast_view(bias, x, false).to(type);
+    const std::vector<int64_t> dims = reduced_dims(x, false);
+    if (should_compute_output(0) || should_compute_output(1)) {
+      const Tensor v = other.to(type) + broadcast_view(other_bias, x, false).to(type);
+      const Tensor g = activation_backward(activation, min_val, max_val, grad * v, s);
+      if (should_compute_output(0)) grad_inputs[0] = g.to(x.scalar_type());
+      if (should_compute_output(1)) grad_inputs[1] = g.sum(dims).reshape(bias.sizes()).to(bias.scalar_type());
+    }
+    if (should_compute_output(2) || should_compute_output(3)) {
+      const Tensor h = grad * activation_values(activation, min_val, max_val, s);
+      if (should_compute_output(2)) grad_inputs[2] = h.to(other.scalar_type());
+      if (should_compute_output(3)) {
+        grad_inputs[3] = h.sum(dims).reshape(other_bias.sizes()).to(other_bias.scalar_type());
+      }
+    }
+    return grad_inputs;
+  }
+  std::string name() const override { return "HardactBackward<bias_activation_product>"; }
+  void release_variables() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    saved_x.reset_data();
+    saved_bias.reset_data();
+    saved_other.reset_data();
+    saved_other_bias.reset_data();
+  }
+
+  FusedActivation activation = FusedActivation::identity;
+  double min_val = -1.0, max_val = 1.0;
+  SavedVariable saved_x, saved_bias, saved_other, saved_other_bias;
+};
+
 using ScaleShiftSignature = Tensor(const Tensor&, const c10::optional<Tensor>&, const c10::optional<Tensor>&,
                                    c10::string_view, double, double);
 using ResidualSignature = Tensor(const Tensor&, const Tensor&, c10::string_view, double, double);
@@ -231,6 +286,8 @@ using ScaleShiftMeanSignature = std::tuple<Tensor, Tensor>(const Tensor&, const 
                                                            const c10::optional<Tensor>&, c10::string_view, double,
                                                            double);
 using GateSignature = Tensor(const Tensor&, const Tensor&);
+using ProductSignature = Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, c10::string_view, double,
+                                double);
 
 /// The scale-and-shift family's autograd kernel: refuses dual tensors, runs the op below autograd
 /// (`run`), then records a ScaleShiftBackward node on `outputs(result)` when an input requires grad.
@@ -350,6 +407,33 @@ Tensor hardsigmoid_gate_autograd(DispatchKeySet keys, const Tensor& x, const Ten
   return out;
 }
 
+Tensor bias_activation_product_autograd(DispatchKeySet keys, const Tensor& x, const Tensor& bias, const Tensor& other,
+                                        const Tensor& other_bias, c10::string_view activation, double min_val,
+                                        double max_val) {
+  constexpr const char* kName = "bias_activation_product";
+  static const auto op = find_op<ProductSignature>("hardact::bias_activation_product");
+  for (const Tensor* t : {&x, &bias, &other, &other_bias}) refuse_forward_ad(kName, *t);
+  const bool requires_grad = torch::autograd::compute_requires_grad(x, bias, other, other_bias);
+  Tensor out;
+  {
+    const at::AutoDispatchBelowADInplaceOrView guard;
+    out = op.redispatch(keys & kBelowAutograd, x, bias, other, other_bias, activation, min_val, max_val);
+  }
+  if (requires_grad) {
+    auto node = new_node(new BiasActivationProductBackward());
+    node->activation = hardact_torch::parse_activation(kName, activation);
+    node->min_val = min_val;
+    node->max_val = max_val;
+    node->set_next_edges(torch::autograd::collect_next_edges(x, bias, other, other_bias));
+    node->saved_x = SavedVariable(x, false);
+    node->saved_bias = SavedVariable(bias, false);
+    node->saved_other = SavedVariable(other, false);
+    node->saved_other_bias = SavedVariable(other_bias, false);
+    torch::autograd::set_history(out, node);
+  }
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(hardact, Autograd, m) {
@@ -358,4 +442,5 @@ TORCH_LIBRARY_IMPL(hardact, Autograd, m) {
   m.impl("scale_shift_residual_activation", TORCH_FN(scale_shift_residual_activation_autograd));
   m.impl("scale_shift_activation_mean", TORCH_FN(scale_shift_activation_mean_autograd));
   m.impl("hardsigmoid_gate", TORCH_FN(hardsigmoid_gate_autograd));
+  m.impl("bias_activation_product", TORCH_FN(bias_activation_product_autograd));
 }

@@ -11,6 +11,9 @@
 //                                                        (y, mean): scale_shift_activation's y and its mean
 //       over every dim after 1, one per (n, c), written in the same pass (a squeeze-excitation's squeeze)
 //   hardsigmoid_gate(x, gate)                            x * hardsigmoid(gate[n, c]) (squeeze-excitation)
+//   bias_activation_product(x, bias, other, other_bias, activation)
+//                                                        act(x + bias[c]) * (other + other_bias[c]): two
+//       convolutions' outputs with their biases, gated (StarNet's star product)
 //
 // Arithmetic: in float (double for float64), rounded once to x's dtype; x * scale and + shift are
 // rounded separately (never an FMA), so in float32 the results are bit for bit PyTorch's
@@ -224,6 +227,34 @@ at::Tensor scale_shift_residual_activation(const at::Tensor& x, const c10::optio
   return out;
 }
 
+at::Tensor bias_activation_product(const at::Tensor& x, const at::Tensor& bias, const at::Tensor& other,
+                                   const at::Tensor& other_bias, c10::string_view activation_name, double min_val,
+                                   double max_val) {
+  constexpr const char* kName = "bias_activation_product";
+  check_fused_input(kName, x);
+  check_same(kName, x, other, "other");
+  const FusedActivation activation = checked_activation(kName, activation_name, min_val, max_val);
+  const int64_t channels = x.size(1);
+  const at::ScalarType type = parameter_type(x, bias, other_bias);
+  const ChannelParameters params{type, channel_parameter(kName, "bias", bias, x, channels, type),
+                                 channel_parameter(kName, "other_bias", other_bias, x, channels, type)};
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  at::Tensor out = at::empty_like(x);  // the layout rule of PyTorch's pointwise ops, and of the fake kernel
+  const std::size_t n = static_cast<std::size_t>(x.numel());
+  if (n == 0) return out;
+  const at::Tensor input = in_layout_of(x, out);
+  const at::Tensor multiplied = in_layout_of(other, out);
+  const std::size_t inner = channels > 1 ? static_cast<std::size_t>(input.stride(1)) : 1;
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
+  launch_with_parameters(kName, x, params, [&](auto tag, auto bias_values, auto other_bias_values) {
+    using T = typename decltype(tag)::type;
+    return launch_bias_activation_product(activation, min_val, max_val, data_of<T>(input), bias_values,
+                                          data_of<T>(multiplied), other_bias_values, mutable_data_of<T>(out), n,
+                                          static_cast<std::size_t>(channels), inner, stream);
+  });
+  return out;
+}
+
 /// Device memory from PyTorch's caching allocator for a launch's partial sums (TempAllocator): a
 /// byte tensor kept until the launch is enqueued; the allocator's stream order makes its reuse safe.
 struct TempTensor {
@@ -341,6 +372,9 @@ TORCH_LIBRARY_FRAGMENT(hardact, m) {
       "scale_shift_activation_mean(Tensor x, Tensor? scale, Tensor? shift, str activation=\"identity\", "
       "float min_val=-1., float max_val=1.) -> (Tensor, Tensor)");
   m.def("hardsigmoid_gate(Tensor x, Tensor gate) -> Tensor");
+  m.def(
+      "bias_activation_product(Tensor x, Tensor bias, Tensor other, Tensor other_bias, "
+      "str activation=\"identity\", float min_val=-1., float max_val=1.) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(hardact, CUDA, m) {
@@ -349,4 +383,5 @@ TORCH_LIBRARY_IMPL(hardact, CUDA, m) {
   m.impl("scale_shift_residual_activation", &scale_shift_residual_activation);
   m.impl("scale_shift_activation_mean", &scale_shift_activation_mean);
   m.impl("hardsigmoid_gate", &hardsigmoid_gate);
+  m.impl("bias_activation_product", &bias_activation_product);
 }
