@@ -282,7 +282,8 @@ def test_fuse_squeeze_excitation(checks, library) -> None:
 def test_dtensor_sharding_rules(checks) -> None:
     """The fused ops' DTensor sharding rules on a fake two-rank process group, with CPU stand-in
     kernels (the rules do not depend on the device): x sharded on a dim other than the channel one,
-    per-channel parameters replicated, stays sharded with no collective; a residual sharded as x."""
+    per-channel parameters replicated, stays sharded with no collective; a residual (and the star
+    product's other input) sharded as x."""
     try:
         import torch.distributed as dist
         from torch.distributed.device_mesh import init_device_mesh
@@ -300,6 +301,9 @@ def test_dtensor_sharding_rules(checks) -> None:
     library.impl("residual_activation",
                  lambda x, r, activation="identity", lo=-1.0, hi=1.0:
                  reference_activation(x + r, activation, lo, hi), "CPU")
+    library.impl("bias_activation_product",
+                 lambda x, b, o, ob, activation="identity", lo=-1.0, hi=1.0:
+                 reference_activation(x + channel_view(b, x), activation, lo, hi) * (o + channel_view(ob, x)), "CPU")
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
     try:
         mesh = init_device_mesh("cpu", (2,))
@@ -311,8 +315,9 @@ def test_dtensor_sharding_rules(checks) -> None:
                 y = ops.scale_shift_activation(x, sd, td, "hardswish")
                 z = ops.scale_shift_activation(x, None, td, "relu")
                 r = ops.residual_activation(x, x, "relu6")
+                p = ops.bias_activation_product(x, td, x, sd, "relu6")
             for what, placements in (("scale_shift_activation", y.placements), ("bias (shift only)", z.placements),
-                                     ("residual_activation", r.placements)):
+                                     ("residual_activation", r.placements), ("bias_activation_product", p.placements)):
                 checks.record("" if placements == (Shard(dim),) else f"placements {placements}",
                               f"DTensor Shard({dim}) {what} stays Shard({dim})")
             checks.record("" if comms.get_total_counts() == 0 else f"collectives {comms.get_comm_counts()}",
