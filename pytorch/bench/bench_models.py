@@ -160,15 +160,50 @@ def image_batch(args, dtype: torch.dtype) -> torch.Tensor:
 ACTIVATION_KERNEL = re.compile(r"hardswish|hardsigmoid|hardtanh|relu6|clamp|transform_kernel", re.IGNORECASE)
 
 
-def gpu_profile(model, x: torch.Tensor) -> tuple[float, int, float, int]:
-    """For one forward: ms of GPU kernel time, kernel count, and the same for the activation
-    kernels alone (hardact's transform kernels, PyTorch's activation and clamp kernels; under
-    torch.compile, Inductor's kernels whose names show a fused activation)."""
+# Kernel categories by name, the first match wins: a convolution's kernels (cuDNN's implicit GEMMs
+# included) before other matrix products, hardact's own before ATen's elementwise ones.
+KERNEL_CATEGORIES = (
+    ("hardact", re.compile(r"hardact", re.IGNORECASE)),
+    ("BatchNorm", re.compile(r"bn_fw|batch_norm|batchnorm", re.IGNORECASE)),
+    ("layout change", re.compile(r"nchwToNhwc|nhwcToNchw|transpose", re.IGNORECASE)),
+    ("convolution", re.compile(r"conv|fprop|dgrad|wgrad|winograd|cudnn", re.IGNORECASE)),
+    ("matrix product", re.compile(r"gemm|cublas|cutlass|triton_tem|_mm_|addmm", re.IGNORECASE)),
+    ("Inductor pointwise", re.compile(r"triton_poi", re.IGNORECASE)),
+    ("Inductor reduction", re.compile(r"triton_(red|per)", re.IGNORECASE)),
+    ("ATen reduction", re.compile(r"reduce|pool|mean", re.IGNORECASE)),
+    ("copy", re.compile(r"copy|memcpy|memset|cat_|CatArray", re.IGNORECASE)),
+    ("ATen elementwise", re.compile(r"elementwise|vectorized|unrolled", re.IGNORECASE)),
+)
+
+
+def kernel_category(name: str) -> str:
+    return next((category for category, pattern in KERNEL_CATEGORIES if pattern.search(name)), "other")
+
+
+def forward_kernels(model, x: torch.Tensor) -> list:
+    """The CUDA kernel events of one forward (torch.profiler)."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         model(x)
         torch.cuda.synchronize()
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+
+
+def kernel_breakdown(model, x: torch.Tensor) -> dict[str, tuple[float, int]]:
+    """One forward's GPU time (ms) and kernel count by kernel_category, the longest first."""
+    totals: dict[str, list] = {}
+    for event in forward_kernels(model, x):
+        entry = totals.setdefault(kernel_category(event.name), [0.0, 0])
+        entry[0] += event.device_time_total / 1e3
+        entry[1] += 1
+    return dict(sorted(((k, (v[0], v[1])) for k, v in totals.items()), key=lambda item: -item[1][0]))
+
+
+def gpu_profile(model, x: torch.Tensor) -> tuple[float, int, float, int]:
+    """For one forward: ms of GPU kernel time, kernel count, and the same for the activation
+    kernels alone (hardact's transform kernels, PyTorch's activation and clamp kernels; under
+    torch.compile, Inductor's kernels whose names show a fused activation)."""
+    kernels = forward_kernels(model, x)
     activations = [e for e in kernels if ACTIVATION_KERNEL.search(e.name)]
     return (sum(e.device_time_total for e in kernels) / 1e3, len(kernels),
             sum(e.device_time_total for e in activations) / 1e3, len(activations))

@@ -13,8 +13,9 @@ squeeze-excitation folds alone) eager, the rewrite in a CUDA graph (hardact_torc
 call's wall time, Inductor's caches off unless --warm-caches) is printed. Then wall time per forward: each rep runs
 --iters forwards of one implementation between two synchronisations, all of them in turn, in one
 order in even reps and the reverse in odd reps. Printed: medians and min-max per implementation, the
-GPU time and kernel count of one forward (torch.profiler) for the eager ones and compile's default,
-and ratios (> 1: the rewrite is faster): the fastest compile mode / rewrite in a graph, compile
+GPU time and kernel count of one forward (torch.profiler) for the eager ones and compile's default
+(with --kernels, also by kernel category: where the GPU time goes when a row falls short), and
+ratios (> 1: the rewrite is faster): the fastest compile mode / rewrite in a graph, compile
 default / rewrite eager, eager / rewrite eager, each the median over pairs of consecutive reps (one
 of each order) of the pair's geometric mean, which cancels the order effect.
 
@@ -36,8 +37,8 @@ import time
 
 import torch
 
-from bench_models import (TIMM_MODELS, TORCHVISION_MODELS, build_eval, gpu_profile, rewrite, stop_compile_workers,
-                          time_pair)
+from bench_models import (TIMM_MODELS, TORCHVISION_MODELS, build_eval, gpu_profile, kernel_breakdown, rewrite,
+                          stop_compile_workers, time_pair)
 
 # checklib.py (comparison, test data, the installed package), shared with the tests: pytorch/common/.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "common"))
@@ -70,6 +71,9 @@ def main() -> int:
     parser.add_argument("--iters", type=int, default=10, help="forwards per timing")
     parser.add_argument("--no-blocks", action="store_true",
                         help="the rewrite without fuse_blocks (BatchNorms and squeeze-excitations module by module)")
+    parser.add_argument("--kernels", action="store_true",
+                        help="after each row, the GPU time of one forward by kernel category (convolution, matrix "
+                             "product, hardact, ATen elementwise, Inductor pointwise, ...) for the profiled ones")
     parser.add_argument("--warm-caches", action="store_true",
                         help="let Inductor use its on-disk caches (the compile times are then those of a cache hit)")
     args = parser.parse_args()
@@ -85,8 +89,8 @@ def main() -> int:
           f"cuDNN TF32 {'on' if torch.backends.cudnn.allow_tf32 else 'off'} (PyTorch's default)")
     failures: list[str] = []
     header = ("| model, dtype, batch | torch.nn eager | control (its copy) | rewrite eager | rewrite, CUDA graph | "
-              + " | ".join(f"compile {m}" for m in modes)
-              + " | fastest compile / rewrite graph | compile default / rewrite eager | eager / rewrite eager |"
+              + "".join(f"compile {m} | " for m in modes)
+              + "fastest compile / rewrite graph | compile default / rewrite eager | eager / rewrite eager |"
               " GPU ms, kernels: eager; rewrite; compile default | compile s |")
     table = [header, "|" + "---|" * (header.count("|") - 1)]
     for name in [n for n in args.models.split(",") if n]:
@@ -134,8 +138,9 @@ def main() -> int:
                         for model in models.values():
                             model(x)
                     times = time_pair(models, x, args.reps, args.iters)
-                    profiles = {k: gpu_profile(models[k], x) for k in ("eager", "rewrite")
-                                + (("compile default",) if "default" in modes else ())}
+                    profiled = ("eager", "rewrite") + (("compile default",) if "default" in modes else ())
+                    profiles = {k: gpu_profile(models[k], x) for k in profiled}
+                    breakdowns = {k: kernel_breakdown(models[k], x) for k in profiled} if args.kernels else {}
                 compiled_names = [f"compile {m}" for m in modes]
                 cells = [cell(times[k]) for k in ["eager", "control", "rewrite", "graph"] + compiled_names]
                 fastest = min(compiled_names, key=lambda k: statistics.median(times[k]), default=None)
@@ -150,6 +155,9 @@ def main() -> int:
                 print(f"{line}   (rewrite vs eager: max abs diff {difference:.3g}, relative {relative:.2g}; "
                       f"compile vs eager, the largest of its modes: relative {compiled_relative:.2g})", flush=True)
                 table.append(line)
+                for implementation, breakdown in breakdowns.items():
+                    print(f"    {label}, {implementation}: GPU ms (kernels) by category: "
+                          + "; ".join(f"{category} {ms:.3f} ({count})" for category, (ms, count) in breakdown.items()))
                 del models
     print("\n" + "\n".join(table))
     for failure in failures:
