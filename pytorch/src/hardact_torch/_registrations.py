@@ -114,13 +114,18 @@ def _check_channel_input(op_name: str, x: torch.Tensor) -> None:
                        lambda: f"hardact::{op_name}: x needs a channel dimension (dim 1); got shape {tuple(x.shape)}")
 
 
-def _check_channel_parameters(op_name: str, x: torch.Tensor, scale, shift) -> None:
-    torch._check_value(scale is None or shift is not None,
-                       lambda: f"hardact::{op_name}: a scale needs a shift (pass zeros for x * scale alone)")
-    for what, p in (("scale", scale), ("shift", shift)):
+def _check_channel_lengths(op_name: str, x: torch.Tensor, **parameters) -> None:
+    """Each given per-channel parameter holds one value per channel (dim 1) of x."""
+    for what, p in parameters.items():
         if p is not None:
             torch._check_value(p.numel() == x.shape[1],
                                lambda: f"hardact::{op_name}: {what} has {p.numel()} elements, expected {x.shape[1]}")
+
+
+def _check_channel_parameters(op_name: str, x: torch.Tensor, scale, shift) -> None:
+    torch._check_value(scale is None or shift is not None,
+                       lambda: f"hardact::{op_name}: a scale needs a shift (pass zeros for x * scale alone)")
+    _check_channel_lengths(op_name, x, scale=scale, shift=shift)
 
 
 def _register_fused_fakes() -> None:
@@ -167,9 +172,7 @@ def _register_fused_fakes() -> None:
         _check_channel_input(name, x)
         _check_like_x(name, x, other, "other")
         _check_activation(name, activation, min_val, max_val)
-        for what, p in (("bias", bias), ("other_bias", other_bias)):
-            torch._check_value(p.numel() == x.shape[1],
-                               lambda: f"hardact::{name}: {what} has {p.numel()} elements, expected {x.shape[1]}")
+        _check_channel_lengths(name, x, bias=bias, other_bias=other_bias)
         return torch.empty_like(x)
 
     @torch.library.register_fake("hardact::hardsigmoid_gate")
