@@ -125,7 +125,8 @@ TYPED_TEST(DeviceBroadcast, PerSampleChannelGate) {
 // A per-(n, c) gate of a channels-last tensor, per_sample_channel(g, C, HW): a SampleBroadcast of
 // inner 1, period C, span C * HW. Channel counts that are multiples of every vector width (one
 // contiguous load per vector) and odd ones (vectors stepping across a channel wrap and a span's
-// end, the per-element path); the NCHW gate written as a span (inner HW); whole batches; two
+// end, the per-element path); the NCHW gate written as a span (inner HW, vectors across a run's
+// end: two channels), one span or two periods long; whole batches; two
 // SampleBroadcasts of one shape (sharing positions) and one beside a plain Broadcast.
 TYPED_TEST(DeviceBroadcast, ChannelsLastPerSampleChannelGate) {
   HARDACT_REQUIRE_DEVICE();
@@ -143,6 +144,10 @@ TYPED_TEST(DeviceBroadcast, ChannelsLastPerSampleChannelGate) {
     if (n > (std::size_t{1} << 17)) continue;
     SCOPED_TRACE("NCHW gate as a span: inner 49, period 6");
     check_call<T>(gate, n, full_input<T>(n, n + 17), sample_channel_input<T>(n, 49, 6, 6 * 49, 19));
+    if (::testing::Test::HasFatalFailure()) return;
+    // Two periods a span: a run's end wraps the channel without ending the span.
+    SCOPED_TRACE("a span of two periods: inner 49, period 6");
+    check_call<T>(gate, n, full_input<T>(n, n + 18), sample_channel_input<T>(n, 49, 6, 2 * 6 * 49, 20));
     if (::testing::Test::HasFatalFailure()) return;
   }
   const std::size_t batches[][3] = {{2, 24, 49}, {8, 960, 49}, {4, 72, 3136}};  // N, C, HW

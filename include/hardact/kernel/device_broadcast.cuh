@@ -198,7 +198,9 @@ struct DeviceBroadcast {
 
   /// General access. In the common layouts there is still no per-element index work, which makes
   /// these kernels instruction-bound (TUNING.md#broadcast-access):
-  /// - all in one channel (NCHW-like, inner >= Count): one load;
+  /// - runs of at least Count (NCHW planes that are not whole vectors, 14 x 14 or 7 x 7): a
+  ///   vector's elements in one channel, or across a run's end in two: two loads and a select per
+  ///   element;
   /// - consecutive channels without a wrap (channels-last, a row's bias): the values are
   ///   contiguous, loaded 16 bytes at a time when aligned;
   /// - otherwise a step per element, then all loads at once.
@@ -208,11 +210,27 @@ struct DeviceBroadcast {
   __device__ __forceinline__ void load_general(BroadcastPosition position, ValueArray<T, Count>& out) const {
     const T* span_values = values;
     if constexpr (Spanned) span_values += position.base;
-    if (position.offset + Count <= inner.divisor) {
-      out.fill(cub::ThreadLoad<cub::LOAD_LDG>(span_values + position.channel));
+    T loaded[static_cast<std::size_t>(Count)];
+    if (inner.divisor >= static_cast<std::uint64_t>(Count)) {
+      // The vector's first `split` elements lie in this channel's run (all of them where split >=
+      // Count); the rest start the next channel's (the next period's first, and at a span's end the
+      // next span's). Both values loaded by every vector, so that a warp does not diverge.
+      const std::uint64_t split = inner.divisor - position.offset;
+      std::uint64_t next = position.channel + 1;
+      const T* next_values = span_values;
+      if (next == period.divisor) {
+        next = 0;
+        if constexpr (Spanned) {
+          if (position.left == split && position.base < last_base) next_values += period.divisor;
+        }
+      }
+      const T first = cub::ThreadLoad<cub::LOAD_LDG>(span_values + position.channel);
+      const T second = cub::ThreadLoad<cub::LOAD_LDG>(next_values + next);
+#pragma unroll
+      for (int j = 0; j < Count; ++j) loaded[j] = static_cast<std::uint64_t>(j) < split ? first : second;
+      out.set_all(loaded);
       return;
     }
-    T loaded[static_cast<std::size_t>(Count)];
     if (inner.divisor == 1 && position.channel + Count <= period.divisor) {
       const T* const source = span_values + position.channel;
       constexpr int kChunk = kContiguousChunk<Count>;
