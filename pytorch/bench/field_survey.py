@@ -35,8 +35,8 @@ Detection of hard activations, before the rewrite (hard_layers):
 After optimize_for_inference, every hard layer is found in one of these places (module counts balance
 unless a module is shared between several places):
   - fused: a BatchNormActivation with a hard activation (folded with its BatchNorm: "batchnorm"; in
-    a fused block, FusedInvertedResidual, FusedGhostBottleneck, FusedLinearBottleneck or FusedStarBlock:
-    "block"), a HardSigmoidSqueezeExcitation's or HardSigmoidEffectiveSqueezeExcitation's gate
+    a fused block, FusedInvertedResidual, FusedGhostBottleneck, FusedLinearBottleneck, FusedStarBlock
+    or FusedOsaBlock: "block"), a HardSigmoidSqueezeExcitation's or HardSigmoidEffectiveSqueezeExcitation's gate
     ("squeeze_excitation"), a fused block's gate or the activation a FusedLinearBottleneck with
     squeeze-excitation or a FusedStarBlock applies in a fused pass ("block");
   - left: a hard-activation module still standing alone (hardact's after replace_activations, or
@@ -81,7 +81,7 @@ import hardact_torch
 from hardact_torch.modules import (BatchNormActivation, HardSigmoidEffectiveSqueezeExcitation,
                                    HardSigmoidSqueezeExcitation)
 from hardact_torch.rewrite.blocks import _MATCHERS
-from hardact_torch.rewrite.bottleneck_blocks import FusedLinearBottleneck, FusedStarBlock
+from hardact_torch.rewrite.bottleneck_blocks import FusedLinearBottleneck, FusedOsaBlock, FusedStarBlock
 from hardact_torch.rewrite.conv_layer_blocks import FusedLevitBlock
 from hardact_torch.rewrite.fused_block import FusedInvertedResidual
 from hardact_torch.rewrite.ghost_blocks import FusedGhostBottleneck
@@ -94,7 +94,8 @@ _MATCHER_BLOCKS = tuple(_MATCHERS)  # the class names fuse_blocks asks about
 _GATE_ATTRIBUTES = ("gate", "gate_fn", "scale_activation")
 _FUSED_HARD = ("hardswish", "hardsigmoid", "relu6", "hardtanh")  # BatchNormActivation.activation values
 # What fuse_blocks makes.
-_FUSED_BLOCKS = (FusedInvertedResidual, FusedGhostBottleneck, FusedLinearBottleneck, FusedStarBlock, FusedLevitBlock)
+_FUSED_BLOCKS = (FusedInvertedResidual, FusedGhostBottleneck, FusedLinearBottleneck, FusedStarBlock, FusedOsaBlock,
+                 FusedLevitBlock)
 
 
 def _hard_module_classes() -> list[tuple[type, str]]:

@@ -1,7 +1,8 @@
 """Tests of the bottleneck-block rewrites: torchvision's MobileNetV2 InvertedResidual fused whole
 (FusedInvertedResidual); timm's EffectiveSEModule gated by a hard sigmoid (VoVNet's eSE, RDNet,
-CSPNeXt) as HardSigmoidEffectiveSqueezeExcitation; timm's ReXNet LinearBottleneck as
-FusedLinearBottleneck; timm's StarNet Block as FusedStarBlock.
+CSPNeXt) as HardSigmoidEffectiveSqueezeExcitation, and VoVNet's OsaBlock holding one as
+FusedOsaBlock; timm's ReXNet LinearBottleneck as FusedLinearBottleneck; timm's StarNet Block as
+FusedStarBlock.
 
     pytest pytorch/tests/test_bottleneck_blocks.py              # the tests marked cuda skip without a GPU
     pytest pytorch/tests/test_bottleneck_blocks.py -k structure # the structural tests only
@@ -46,13 +47,13 @@ SEED = 53
 
 # (library, model, the block class fuse_blocks replaces, how many the model holds).
 BLOCK_MODELS = [("torchvision", "mobilenet_v2", "InvertedResidual", 17), ("timm", "rexnet_100", "LinearBottleneck", 16),
-                ("timm", "starnet_s1", "Block", 15)]
-FUSED_BLOCKS = (ha.FusedInvertedResidual, ha.FusedLinearBottleneck, ha.FusedStarBlock)
+                ("timm", "starnet_s1", "Block", 15), ("timm", "ese_vovnet19b_dw", "OsaBlock", 4)]
+FUSED_BLOCKS = (ha.FusedInvertedResidual, ha.FusedLinearBottleneck, ha.FusedStarBlock, ha.FusedOsaBlock)
 # (model, how many hard-sigmoid gated EffectiveSEModule it holds): the smallest of each family.
 EFFECTIVE_SE_MODELS = [("ese_vovnet19b_dw", 4), ("rdnet_tiny", 15), ("cspnext_tiny", 4)]
 # Every network whose rewritten outputs are compared with the original's.
-ALL_MODELS = [(library, name) for library, name, *_ in BLOCK_MODELS] + \
-    [("timm", name) for name, _ in EFFECTIVE_SE_MODELS]
+ALL_MODELS = [(library, name) for library, name, *_ in BLOCK_MODELS]
+ALL_MODELS += [("timm", name) for name, _ in EFFECTIVE_SE_MODELS if ("timm", name) not in ALL_MODELS]
 
 
 def build(library: str, name: str, device: str = "cpu") -> nn.Module:
@@ -177,10 +178,32 @@ def starnet_near_misses() -> list[tuple[str, callable]]:
     ]
 
 
+def osa_near_misses() -> list[tuple[str, callable]]:
+    """(what, edit of one block of timm's ese_vovnet19b_dw) that fuse_blocks must leave alone."""
+    def first(model):
+        return next(m for m in model.modules() if type(m).__name__ == "OsaBlock")
+
+    return [
+        ("an extra child module", lambda model: setattr(first(model), "extra", nn.Identity())),
+        ("no eSE", lambda model: setattr(first(model), "attn", None)),
+        ("an eSE gated by a sigmoid", lambda model: setattr(first(model).attn, "gate", nn.Sigmoid())),
+        ("an aggregation BatchNorm without running statistics", lambda model: untracked(first(model).conv_concat.bn)),
+        ("an aggregation BatchNorm with an activation hardact does not fuse",
+         lambda model: setattr(first(model).conv_concat.bn, "act", nn.SiLU())),
+        ("a custom aggregation convolution", lambda model: setattr(first(model).conv_concat, "conv",
+                                                                    Custom(first(model).conv_concat.conv))),
+        ("mid layers in an nn.Sequential", lambda model: setattr(first(model), "conv_mid",
+                                                                  nn.Sequential(*first(model).conv_mid))),
+        ("a drop path that is a custom module", lambda model: setattr(first(model), "drop_path",
+                                                                       Custom(nn.Identity()))),
+    ]
+
+
 @pytest.mark.parametrize("library, name, block, blocks, near_misses",
                          [("torchvision", "mobilenet_v2", "InvertedResidual", 17, mobilenet_v2_near_misses),
                           ("timm", "rexnet_100", "LinearBottleneck", 16, rexnet_near_misses),
-                          ("timm", "starnet_s1", "Block", 15, starnet_near_misses)])
+                          ("timm", "starnet_s1", "Block", 15, starnet_near_misses),
+                          ("timm", "ese_vovnet19b_dw", "OsaBlock", 4, osa_near_misses)])
 def test_near_misses_left_alone(checks, library, name, block, blocks, near_misses) -> None:
     """A block holding something the matcher cannot prove equivalent stays as it is; the others fuse."""
     base = build(library, name, "meta")
@@ -195,14 +218,17 @@ def test_near_misses_left_alone(checks, library, name, block, blocks, near_misse
 @pytest.mark.parametrize("name, gates", EFFECTIVE_SE_MODELS)
 def test_effective_se_structure(checks, name, gates) -> None:
     """Every hard-sigmoid gated EffectiveSEModule becomes a HardSigmoidEffectiveSqueezeExcitation
-    sharing its convolution (meta device); a second pass finds nothing."""
+    sharing its convolution (meta device), by fuse_squeeze_excitation or inside a FusedOsaBlock
+    (VoVNet's); a second pass finds nothing."""
     model = build("timm", name, "meta")
     convolutions = [m.fc for m in model.modules() if type(m).__name__ == "EffectiveSEModule"]
     checks.record("" if len(convolutions) == gates else f"{len(convolutions)} modules", f"{name} holds {gates}")
     counts = ha.optimize_for_inference(model)
     fused = [m for m in model.modules() if type(m) is ha.HardSigmoidEffectiveSqueezeExcitation]
-    checks.record("" if counts["squeeze_excitations"] == gates == len(fused) and count(model, "EffectiveSEModule") == 0
-                  else f"counts {counts}, {len(fused)} fused", f"{name}: every gate fused")
+    in_blocks = count(model, "FusedOsaBlock")
+    checks.record("" if counts["squeeze_excitations"] + in_blocks == gates == len(fused)
+                  and count(model, "EffectiveSEModule") == 0
+                  else f"counts {counts}, {len(fused)} fused, {in_blocks} in blocks", f"{name}: every gate fused")
     checks.record("" if all(a.fc is b for a, b in zip(fused, convolutions)) else "new convolutions",
                   f"{name}: the fused gates share the convolutions")
     checks.record("" if ha.fuse_squeeze_excitation(model) == 0 else "rewrote again", f"{name}: a second pass")

@@ -26,7 +26,7 @@ from .functional import (bias_activation, bias_activation_product, hardsigmoid, 
                          scale_shift_activation, scale_shift_activation_mean, scale_shift_residual_activation)
 from .modules import (BatchNormActivation, HardSigmoid, HardSigmoidEffectiveSqueezeExcitation,
                       HardSigmoidSqueezeExcitation, HardSwish, HardTanh, ReLU6)
-from .rewrite import (FusedGhostBottleneck, FusedInvertedResidual, FusedLinearBottleneck, FusedStarBlock,
+from .rewrite import (FusedGhostBottleneck, FusedInvertedResidual, FusedLinearBottleneck, FusedOsaBlock, FusedStarBlock,
                       fuse_batchnorm_activation, fuse_blocks, fuse_squeeze_excitation, optimize_for_inference,
                       replace_activations)
 
@@ -38,7 +38,8 @@ __all__ = [
     "scale_shift_residual_activation", "scale_shift_activation_mean", "bias_activation_product",
     "BatchNormActivation", "fuse_batchnorm_activation", "HardSigmoidSqueezeExcitation", "fuse_squeeze_excitation",
     "HardSigmoidEffectiveSqueezeExcitation",
-    "FusedInvertedResidual", "FusedGhostBottleneck", "FusedLinearBottleneck", "FusedStarBlock", "fuse_blocks",
+    "FusedInvertedResidual", "FusedGhostBottleneck", "FusedLinearBottleneck", "FusedStarBlock", "FusedOsaBlock",
+    "fuse_blocks",
     "optimize_for_inference",
     "CudaGraphInference", "cuda_graph_inference", "CudaGraphCache", "cuda_graph_cache",
 ]

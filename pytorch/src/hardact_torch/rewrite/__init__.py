@@ -1,6 +1,6 @@
 """hardact's model rewrites, in place: replace_activations, fuse_batchnorm_activation,
 fuse_squeeze_excitation, fuse_blocks (whole blocks as FusedInvertedResidual, FusedGhostBottleneck,
-FusedLinearBottleneck or FusedStarBlock), and optimize_for_inference, which runs them all.
+FusedLinearBottleneck, FusedStarBlock or FusedOsaBlock), and optimize_for_inference, which runs them all.
 
 Imports run one way: matching (the matchers' shared vocabulary) <- activations, squeeze, fused_block
 <- timm_blocks, torchvision_blocks <- ghost_blocks, conv_layer_blocks, bottleneck_blocks <- batchnorm,
@@ -14,13 +14,14 @@ from torch import nn
 from .activations import replace_activations
 from .batchnorm import fuse_batchnorm_activation
 from .blocks import fuse_blocks
-from .bottleneck_blocks import FusedLinearBottleneck, FusedStarBlock
+from .bottleneck_blocks import FusedLinearBottleneck, FusedOsaBlock, FusedStarBlock
 from .fused_block import FusedInvertedResidual
 from .ghost_blocks import FusedGhostBottleneck
 from .squeeze import fuse_squeeze_excitation
 
 __all__ = ["replace_activations", "fuse_batchnorm_activation", "fuse_squeeze_excitation", "FusedInvertedResidual",
-           "FusedGhostBottleneck", "FusedLinearBottleneck", "FusedStarBlock", "fuse_blocks", "optimize_for_inference"]
+           "FusedGhostBottleneck", "FusedLinearBottleneck", "FusedStarBlock", "FusedOsaBlock",
+           "fuse_blocks", "optimize_for_inference"]
 
 
 def optimize_for_inference(model: nn.Module) -> dict[str, int]:

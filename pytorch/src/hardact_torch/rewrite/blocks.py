@@ -24,7 +24,7 @@ def _inverted_residual(block: nn.Module):
 # The class names fuse_blocks asks about, and the matcher each goes to; a matcher checks the package
 # and the children itself and answers None for a block it does not know.
 _MATCHERS = {"InvertedResidual": _inverted_residual, "DepthwiseSeparableConv": _inverted_residual,
-             "LinearBottleneck": _bottleneck_block, "Block": _bottleneck_block,
+             "LinearBottleneck": _bottleneck_block, "Block": _bottleneck_block, "OsaBlock": _bottleneck_block,
              **{name: _ghost_block for name in _GHOST_BLOCKS}}
 
 
@@ -43,7 +43,9 @@ def fuse_blocks(model: nn.Module) -> int:
       - FusedGhostBottleneck: timm's GhostNet v1 and v2 GhostBottleneck, v3's GhostBottleneckV3,
         RepGhostNet's RepGhostBottleneck (ghost_blocks);
       - FusedLinearBottleneck, FusedStarBlock: timm's ReXNet LinearBottleneck and StarNet Block
-        (bottleneck_blocks).
+        (bottleneck_blocks);
+      - FusedOsaBlock: timm's VoVNet OsaBlock with an eSE gated by a hard sigmoid, the squeeze's
+        mean in the aggregation's BatchNorm pass (bottleneck_blocks).
     Returns how many blocks it replaced.
 
     A block is recognised by its class (name and package, whose forward is known) and the exact

@@ -1,5 +1,6 @@
 """Bottleneck blocks beyond MobileNetV3's: timm's ReXNet LinearBottleneck matched as
-FusedLinearBottleneck, timm's StarNet Block as FusedStarBlock."""
+FusedLinearBottleneck, timm's StarNet Block as FusedStarBlock, timm's VoVNet OsaBlock with a
+hard-sigmoid eSE as FusedOsaBlock."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from torch.compiler import is_compiling as _is_compiling
 from .. import _C
 from ..functional import (bias_activation_product, hardsigmoid, hardswish, hardtanh, relu6, residual_activation,
                           scale_shift_activation, scale_shift_activation_mean, scale_shift_residual_activation)
-from ..modules import BatchNormActivation
+from ..functional import hardsigmoid_gate
+from ..modules import BatchNormActivation, HardSigmoidEffectiveSqueezeExcitation
 from .fused_block import FusedInvertedResidual
-from .matching import _children, _depthwise_filter, _folded_norm, _fused_activation, _matrix_conv, _package
+from .matching import (_children, _depthwise_filter, _folded_norm, _fused_activation, _hard_sigmoid_squeeze_excitation,
+                       _matrix_conv, _package)
 from .timm_blocks import _inactive_in_eval
 
-__all__ = ["FusedLinearBottleneck", "FusedStarBlock"]
+__all__ = ["FusedLinearBottleneck", "FusedStarBlock", "FusedOsaBlock"]
 
 # ReXNet's block rewritten module by module keeps, besides its convolutions, the depthwise
 # BatchNorm's pass, the ReLU6's, the squeeze's mean (reading the depthwise output again), the sigmoid
@@ -212,6 +215,56 @@ class FusedStarBlock(nn.Module):
         return f"activation={self.activation[0]}, biases in the passes after the convolutions"
 
 
+class FusedOsaBlock(nn.Module):
+    """An inference VoVNet block (timm's OsaBlock) whose effective squeeze-excitation (eSE) is gated
+    by a hard sigmoid, with the squeeze's mean made by the pass that writes the block's output, where
+    eager reads that output again in a reduction of its own (ATen's mean over H and W):
+
+        x0 = x; x = reduction(x); x = mid(x, [x0])    the block's own modules (their BatchNorms folded by
+                                                      fuse_batchnorm_activation), concatenated as timm does
+        y, m = norm(conv(x)), mean of y per (n, c)    the aggregation's convolution without its bias, its
+                                                      BatchNorm, bias and activation folded, the mean in
+                                                      the same pass (scale_shift_activation_mean)
+        y = hardsigmoid_gate(y, fc(m))                the eSE's gate (HardSigmoidEffectiveSqueezeExcitation's)
+        out = y + x0                                  where the block is residual: one residual_activation pass
+
+    The convolutions, the mid layers and the eSE's convolution are the block's modules (shared); the
+    folded shift (shift + bias * scale, in float64 once, frozen like BatchNormActivation's) is a
+    buffer. Differentiable, with the BatchNorms frozen: the fused ops have their backward, and under
+    torch.compile their torch forms. Against the original block the results differ by rounding only:
+    the BatchNorm is folded as BatchNormActivation's is, and the mean sums the pass's output in float
+    in another order than ATen's. Made by fuse_blocks, for inference."""
+
+    def __init__(self, reduction: nn.Module | None, mid: nn.Module, aggregation: tuple[nn.Conv2d, BatchNormActivation],
+                 attention: HardSigmoidEffectiveSqueezeExcitation, residual: bool):
+        super().__init__()
+        self.conv_reduction = reduction
+        self.conv_mid = mid
+        self.conv_concat, self.norm_concat = aggregation
+        self.attn = attention
+        self.residual = residual
+        self.register_buffer("shift", _bias_folded(self.norm_concat, self.conv_concat.bias))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        output = [x]
+        if self.conv_reduction is not None:
+            x = self.conv_reduction(x)
+        x = self.conv_mid(x, output)
+        conv, norm = self.conv_concat, self.norm_concat
+        y, mean = scale_shift_activation_mean(conv._conv_forward(x, conv.weight, None), norm.scale, self.shift,
+                                              norm.activation, norm.min_val, norm.max_val)
+        y = hardsigmoid_gate(y, self.attn.gate(mean))
+        if not self.residual:
+            return y
+        shortcut = output[0]
+        if y.shape != shortcut.shape or y.dtype != shortcut.dtype:  # the add would broadcast or promote
+            return y + shortcut
+        return residual_activation(y, shortcut)
+
+    def extra_repr(self) -> str:
+        return f"residual={self.residual}, the eSE's mean in the aggregation's BatchNorm pass"
+
+
 def _bias_folded(norm: BatchNormActivation, bias: torch.Tensor | None) -> torch.Tensor:
     """norm's shift with a bias added before it folded in: shift + bias * scale (computed in float64)."""
     with torch.no_grad():
@@ -333,10 +386,44 @@ def _starnet_block(block: nn.Module) -> FusedStarBlock | None:
     return FusedStarBlock(stages[0], stages[1][0], stages[2][0], block.act, stages[3], stages[4][0])
 
 
+def _osa_block(block: nn.Module) -> FusedOsaBlock | None:
+    """timm's VoVNet OsaBlock (timm.models.vovnet) with an effective squeeze-excitation gated by a hard
+    sigmoid as a FusedOsaBlock, or None (without attn nothing is gained over the module-level
+    rewrites). Its forward, timm 0.9 to 1.0: output = [x]; conv_reduction (or None); conv_mid, a
+    SequentialAppendList (each layer's output appended, then torch.cat of the list); conv_concat (a
+    ConvNormAct: convolution, BatchNorm with its activation); attn; drop_path (None or the identity in
+    eval); then x + output[0] where residual."""
+    if type(block).__name__ != "OsaBlock" or type(block).__module__ != "timm.models.vovnet" \
+            or not isinstance(getattr(block, "residual", None), bool):
+        return None
+    names = {"conv_mid", "conv_concat", "attn"} | {name for name in ("conv_reduction", "drop_path")
+                                                  if getattr(block, name, None) is not None}
+    if _children(block) != names or (block.drop_path is not None and not _inactive_in_eval(block.drop_path)):
+        return None
+    mid = block.conv_mid
+    if type(mid).__name__ != "SequentialAppendList" or type(mid).__module__ != "timm.models.vovnet":
+        return None
+    attention = block.attn
+    if type(attention) is not HardSigmoidEffectiveSqueezeExcitation:
+        attention = _hard_sigmoid_squeeze_excitation(attention)
+        if type(attention) is not HardSigmoidEffectiveSqueezeExcitation:
+            return None
+    layer = block.conv_concat
+    if type(layer).__name__ != "ConvNormAct" or _package(layer) != "timm" or _children(layer) != {"conv", "bn"} \
+            or getattr(layer, "aa", None) is not None or type(layer.conv) is not nn.Conv2d:
+        return None
+    norm = _folded_norm(layer.bn)  # timm's BatchNormAct2d with its activation, or one already folded
+    if norm is None:
+        return None
+    return FusedOsaBlock(block.conv_reduction, mid, (layer.conv, norm), attention, block.residual)
+
+
 def _bottleneck_block(block: nn.Module) -> nn.Module | None:
     """The fused module for a bottleneck block this file knows (by class name and module), or None."""
     if type(block).__name__ == "LinearBottleneck":
         return _rexnet_block(block)
     if type(block).__name__ == "Block":
         return _starnet_block(block)
+    if type(block).__name__ == "OsaBlock":
+        return _osa_block(block)
     return None
