@@ -300,6 +300,34 @@ def test_same_function_on_cpu(checks, library, name) -> None:
                       f"{name} rewritten, float64 batch {batch} {memory_format} grad={grad}: the original's outputs")
 
 
+def test_rexnet_expansion_folded_on_cpu(checks) -> None:
+    """Without a gradient a FusedLinearBottleneck runs its SiLU expansion with the BatchNorm folded
+    into the convolution (float64, CPU): the original's outputs, and after the BatchNorm's statistics
+    change in place, the new original's (the folded filter is made again)."""
+    base = build("timm", "rexnet_100").double()
+    rewritten = copy.deepcopy(base)
+    ha.fuse_blocks(rewritten)
+    blocks = [m for m in rewritten.modules() if type(m) is ha.FusedLinearBottleneck and m.expansion is not None]
+    checks.record("" if blocks and all(b.expansion_layers is not None for b in blocks) else
+                  f"{sum(b.expansion_layers is None for b in blocks)} of {len(blocks)} not folded",
+                  "rexnet_100: every SiLU expansion foldable")
+    x = torch.randn(2, 3, 65, 71, dtype=torch.float64, generator=torch.Generator().manual_seed(SEED))
+    for step in ("as built", "statistics changed in place"):
+        if step != "as built":
+            for model in (base, rewritten):
+                for module in model.modules():
+                    if type(module).__name__ == "LinearBottleneck" and module.conv_exp is not None:
+                        module.conv_exp.bn.running_var.mul_(1.5)
+                    elif type(module) is ha.FusedLinearBottleneck and module.expansion is not None:
+                        module.expansion.bn.running_var.mul_(1.5)
+        with torch.no_grad(), functional_forms():
+            expected = base(x)
+            got = rewritten(x)
+        error = relative_error(got, expected)
+        checks.record("" if error <= 1e-12 and all(b._expansion_cache[0] is not None for b in blocks)
+                      else f"relative difference {error:.3g}", f"rexnet_100 folded expansion, {step}")
+
+
 # ---- GPU -----------------------------------------------------------------------------------------
 
 def gpu_comparison(checks, library: str, name: str, batch: int, grad: bool) -> None:
