@@ -170,6 +170,9 @@ def starnet_near_misses() -> list[tuple[str, callable]]:
         ("a BatchNorm after f1", lambda model: first(model).f1.add_module("bn", nn.BatchNorm2d(
             first(model).f1.conv.out_channels))),
         ("a depthwise convolution without its BatchNorm", lambda model: delattr(first(model).dwconv, "bn")),
+        ("a padded f1, which the first BatchNorm's shift cannot pass", lambda model: setattr(
+            first(model).f1, "conv", nn.Conv2d(first(model).f1.conv.in_channels, first(model).f1.conv.out_channels,
+                                               3, padding=1))),
         ("a BatchNorm without running statistics", lambda model: untracked(first(model).g.bn)),
         ("a custom convolution", lambda model: setattr(first(model).dwconv2, "conv",
                                                         Custom(first(model).dwconv2.conv))),
@@ -326,6 +329,32 @@ def test_rexnet_expansion_folded_on_cpu(checks) -> None:
         error = relative_error(got, expected)
         checks.record("" if error <= 1e-12 and all(b._expansion_cache[0] is not None for b in blocks)
                       else f"relative difference {error:.3g}", f"rexnet_100 folded expansion, {step}")
+
+
+def test_starnet_norm_folded_on_cpu(checks) -> None:
+    """Without a gradient a FusedStarBlock folds its first BatchNorm into the depthwise filter and the
+    star product's biases (float64, CPU): the original's outputs, and after f1's bias and the
+    depthwise filter change in place, the new original's (the folded tensors are made again)."""
+    base = build("timm", "starnet_s1").double()
+    rewritten = copy.deepcopy(base)
+    ha.fuse_blocks(rewritten)
+    blocks = [m for m in rewritten.modules() if type(m) is ha.FusedStarBlock]
+    originals = [m for m in base.modules() if type(m).__name__ == "Block"]
+    x = torch.randn(2, 3, 65, 71, dtype=torch.float64, generator=torch.Generator().manual_seed(SEED))
+    for step in ("as built", "weights changed in place"):
+        if step != "as built":
+            with torch.no_grad():
+                for block, original in zip(blocks, originals):
+                    for conv in (block.f1, original.f1.conv):
+                        conv.bias.add_(0.25)
+                    for conv in (block.conv1, original.dwconv.conv):
+                        conv.weight.mul_(1.5)
+        with torch.no_grad(), functional_forms():
+            expected = base(x)
+            got = rewritten(x)
+        error = relative_error(got, expected)
+        checks.record("" if error <= 1e-12 and all(b._folded_cache[0] is not None for b in blocks)
+                      else f"relative difference {error:.3g}", f"starnet_s1 folded first BatchNorm, {step}")
 
 
 # ---- GPU -----------------------------------------------------------------------------------------

@@ -189,25 +189,31 @@ class FusedLinearBottleneck(nn.Module):
 class FusedStarBlock(nn.Module):
     """An inference StarNet block (timm's starnet.Block) with each convolution's bias added in the pass
     that follows it, where PyTorch adds it in a pass of its own (ATen runs cuDNN's convolution without
-    bias, then adds it with add_):
+    bias, then adds it with add_), and the first BatchNorm folded into the convolutions around it:
 
-        y = norm1(conv1(x))          the depthwise 7x7 convolution without its bias, which joins the
-                                     BatchNorm's shift: norm1 = (z + b) * scale + shift, folded
-        a = act(f1(y) + b1) * (f2(y) + b2)
-                                     the star product: f1 and f2 without their biases, both biases,
-                                     the activation and the product in one bias_activation_product
+        y = conv1(x) with norm1's scale in its filter
+                                     the depthwise 7x7 convolution: norm1 = (z + b) * scale + shift is
+                                     linear, so its scale multiplies the filter and its shift (with
+                                     the bias), carried through the 1x1 convolutions f1 and f2 (no
+                                     padding), joins their biases: f(y + t) = f(y) + W t
+        a = act(f1(y) + b1') * (f2(y) + b2')
+                                     the star product: f1 and f2 without their biases, both biases
+                                     (with W t), the activation and the product in one
+                                     bias_activation_product
         z = norm_g(conv_g(a))        g's convolution without its bias, folded into its BatchNorm
         out = conv2(z) + b2 + x      dwconv2 without its bias: the bias and the residual add in one
                                      scale_shift_residual_activation (a scale of ones)
 
     The convolutions are the block's modules (shared); the folded shifts (shift + bias * scale,
-    computed in float64 once, frozen like BatchNormActivation's) are buffers. No pass is added: each
-    bias is either ATen's own pass, now merged, or inside the convolution's kernel, now in the next
-    pass; the star product is one pass where eager makes four (f1's and f2's bias adds, the
-    activation, the multiply). Where a gradient is wanted or under torch.compile, the block's own
+    computed in float64 once, frozen like BatchNormActivation's) are buffers; the scaled filter and
+    the star product's biases are made in float64 again whenever a convolution's weight or bias
+    changed (folded_parameters). No pass is added: each bias is either ATen's own pass, now merged,
+    or inside the convolution's kernel, now in the next pass; norm1's pass is gone, and the star
+    product is one pass where eager makes four (f1's and f2's bias adds, the activation, the
+    multiply). Where a gradient is wanted or under torch.compile, the block's own
     forms run (the convolutions with their biases, then the BatchNorms). Against the original block
     the results differ by rounding only: the BatchNorms are folded as BatchNormActivation's are, with
-    the bias; in float32 the star product and dwconv2 passes give the original's bits (each sum
+    the bias, and norm1 into the filter and the star product's biases (rounded to their dtype); in float32 the star product and dwconv2 passes give the original's bits (each sum
     rounded, then the activation, the product or + x rounded). Made by fuse_blocks, for inference;
     differentiable, with the BatchNorms frozen."""
 
@@ -222,9 +228,28 @@ class FusedStarBlock(nn.Module):
         self.register_buffer("shift1", _bias_folded(self.norm1, self.conv1.bias))
         self.register_buffer("shift_g", _bias_folded(self.norm_g, self.conv_g.bias))
         self.register_buffer("ones", torch.ones_like(self.norm1.scale, memory_format=torch.contiguous_format))
-        # What the star product adds for a convolution without a bias (not saved: zeros).
-        self.register_buffer("hidden_zeros", torch.zeros(f1.out_channels, dtype=self.f1.weight.dtype,
-                                                         device=self.f1.weight.device), persistent=False)
+        self._folded_cache: list = [None, None, None, None]
+
+    def folded_parameters(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """conv1's filter times norm1's scale, and f1's and f2's biases with norm1's shift carried
+        through them (b + W shift), in float64 then each in its weight's dtype; made again only when
+        a convolution's weight or bias changed (moved, cast, or modified in place)."""
+        tensors = (self.conv1.weight, self.f1.weight, self.f1.bias, self.f2.weight, self.f2.bias)
+        key = tuple((t.data_ptr(), t._version) if t is not None else None for t in tensors)
+        cache = self._folded_cache
+        if key != cache[0]:
+            with torch.no_grad():
+                weight = self.conv1.weight.detach()
+                scale, shift = self.norm1.scale.double(), self.shift1.double()
+                cache[1] = (weight.double() * scale.view(-1, *[1] * (weight.dim() - 1))).to(weight.dtype)
+                for i, conv in ((2, self.f1), (3, self.f2)):
+                    matrix = conv.weight.detach().double().flatten(1)
+                    bias = matrix @ shift
+                    if conv.bias is not None:
+                        bias = bias + conv.bias.detach().double()
+                    cache[i] = bias.to(conv.weight.dtype)
+            cache[0] = key
+        return cache[1], cache[2], cache[3]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if _is_compiling() or type(x) is not torch.Tensor \
@@ -232,13 +257,10 @@ class FusedStarBlock(nn.Module):
             y = self.norm1(self.conv1(x))
             a = _activation(self.f1(y), self.activation) * self.f2(y)
             return x + self.conv2(self.norm_g(self.conv_g(a)))
-        y = scale_shift_activation(self.conv1._conv_forward(x, self.conv1.weight, None), self.norm1.scale,
-                                   self.shift1)
-        a = bias_activation_product(
-            self.f1._conv_forward(y, self.f1.weight, None),
-            self.hidden_zeros if self.f1.bias is None else self.f1.bias,
-            self.f2._conv_forward(y, self.f2.weight, None),
-            self.hidden_zeros if self.f2.bias is None else self.f2.bias, *self.activation)
+        filter1, bias1, bias2 = self.folded_parameters()
+        y = self.conv1._conv_forward(x, filter1, None)
+        a = bias_activation_product(self.f1._conv_forward(y, self.f1.weight, None), bias1,
+                                    self.f2._conv_forward(y, self.f2.weight, None), bias2, *self.activation)
         z = scale_shift_activation(self.conv_g._conv_forward(a, self.conv_g.weight, None), self.norm_g.scale,
                                    self.shift_g)
         bias = self.conv2.bias
@@ -250,7 +272,7 @@ class FusedStarBlock(nn.Module):
         return scale_shift_residual_activation(z, self.ones, bias, x)
 
     def extra_repr(self) -> str:
-        return f"activation={self.activation[0]}, biases in the passes after the convolutions"
+        return f"activation={self.activation[0]}, biases in the passes after the convolutions, norm1 folded"
 
 
 class FusedOsaBlock(nn.Module):
@@ -433,7 +455,8 @@ def _starnet_block(block: nn.Module) -> FusedStarBlock | None:
         return None
     stages = [_starnet_conv(block.dwconv, True), _starnet_conv(block.f1, False), _starnet_conv(block.f2, False),
               _starnet_conv(block.g, True), _starnet_conv(block.dwconv2, False)]
-    if any(stage is None for stage in stages) or stages[1][0].out_channels != stages[2][0].out_channels:
+    if any(stage is None for stage in stages) or stages[1][0].out_channels != stages[2][0].out_channels \
+            or not (_matrix_conv(stages[1][0]) and _matrix_conv(stages[2][0])):  # norm1's shift passes through them
         return None
     return FusedStarBlock(stages[0], stages[1][0], stages[2][0], block.act, stages[3], stages[4][0])
 
