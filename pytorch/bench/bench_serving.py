@@ -21,7 +21,9 @@ included), the steady pass's (the same stream again, everything warm), its ms pe
 p99), torch.nn eager's steady time over it, the peak of allocated GPU memory over both passes and the
 memory still reserved after them (a graph pool keeps its blocks), above what was there before; then
 per shape the first request's wall time (a capture, a compile; reduce-overhead records its graph
-at a shape's second call, which is in the first pass's total only) and the cache's capture ms.
+at a shape's second call, which is in the first pass's total only) and the cache's capture ms; and
+the memory of the largest shape's graph alone (captured and replayed by cuda_graph_inference), with
+the cache's peak and held memory as multiples of it.
 
 cuDNN: benchmark off (PyTorch's default) unless --cudnn-benchmark; its algorithm choices are cached
 per convolution for the process either way, so the first implementation to see a shape pays the
@@ -92,6 +94,26 @@ def run(label: str, forward, requests: list[torch.Tensor], after_first_pass=None
               "held": held, "first_seen": first_seen}
     print(f"  {label}: first pass {first_s:.2f} s, steady {steady_s:.3f} s", flush=True)
     return result
+
+
+def one_graph_memory(model, x: torch.Tensor) -> tuple[int, int]:
+    """(peak allocated, reserved still held) in bytes, above what was there before, of capturing and
+    replaying model's graph for x alone (cuda_graph_inference): the memory the cache's graphs, which
+    share one pool, are held against."""
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    allocated, reserved = torch.cuda.memory_allocated(), torch.cuda.memory_reserved()
+    torch.cuda.reset_peak_memory_stats()
+    with torch.no_grad():
+        graph = ha.cuda_graph_inference(model, x)
+        graph(x)
+    torch.cuda.synchronize()
+    peak, held = torch.cuda.max_memory_allocated() - allocated, torch.cuda.memory_reserved() - reserved
+    del graph
+    gc.collect()
+    torch.cuda.empty_cache()
+    return peak, held
 
 
 def check_cache(cache, rewritten, requests: list[torch.Tensor]) -> list[str]:
@@ -175,6 +197,12 @@ def main() -> int:
                          f"{cache.evictions} evictions, {cache.eager_calls} eager calls; capture ms per shape: "
                          + ", ".join(f"{n}: {ms:.0f}" for n, ms in zip(captured, cache.capture_ms)))
             del cache
+            largest = max(inputs)  # measured with the cache's graphs released
+            alone_peak, alone_held = one_graph_memory(rewritten, inputs[largest])
+            notes.append(f"{label}: the largest shape's graph alone (batch {largest}, cuda_graph_inference): peak "
+                         f"allocated {alone_peak * MIB:.0f} MiB, held {alone_held * MIB:.0f} MiB; the cache with every "
+                         f"shape captured: {results[-1]['peak'] / max(alone_peak, 1):.2f} x its peak, "
+                         f"{results[-1]['held'] / max(alone_held, 1):.2f} x what it holds")
             for mode in modes:
                 compiled = torch.compile(copy.deepcopy(original), mode=mode, dynamic=dynamic)
                 results.append(run(f"compile {mode}", compiled, requests, after_first_pass=stop_compile_workers))
