@@ -26,9 +26,9 @@ from .functional import (bias_activation, bias_activation_product, hardsigmoid, 
                          scale_shift_activation, scale_shift_activation_mean, scale_shift_residual_activation)
 from .modules import (BatchNormActivation, HardSigmoid, HardSigmoidEffectiveSqueezeExcitation,
                       HardSigmoidSqueezeExcitation, HardSwish, HardTanh, ReLU6)
-from .rewrite import (FusedGhostBottleneck, FusedInvertedResidual, FusedLinearBottleneck, FusedOsaBlock, FusedStarBlock,
-                      fuse_batchnorm_activation, fuse_blocks, fuse_squeeze_excitation, optimize_for_inference,
-                      replace_activations)
+from .rewrite import (FusedGhostBottleneck, FusedInvertedResidual, FusedLinearBottleneck, FusedOsaBlock,
+                      FusedStarBlock, fuse_batchnorm_activation, fuse_blocks, fuse_squeeze_excitation,
+                      optimize_for_inference, replace_activations)
 
 __all__ = [
     "SUPPORTED_DTYPES", "UNARY_OPS", "DTENSOR_SHARDING_REGISTERED", "sharded_ops",

@@ -10,9 +10,9 @@ from torch import nn
 from torch.compiler import is_compiling as _is_compiling
 
 from .. import _C
-from ..functional import (bias_activation_product, hardsigmoid, hardswish, hardtanh, relu6, residual_activation,
-                          scale_shift_activation, scale_shift_activation_mean, scale_shift_residual_activation)
-from ..functional import hardsigmoid_gate
+from ..functional import (bias_activation_product, hardsigmoid, hardsigmoid_gate, hardswish, hardtanh, relu6,
+                          residual_activation, scale_shift_activation, scale_shift_activation_mean,
+                          scale_shift_residual_activation)
 from ..modules import BatchNormActivation, HardSigmoidEffectiveSqueezeExcitation
 from .fused_block import FusedInvertedResidual
 from .matching import (_children, _depthwise_filter, _foldable, _folded_norm, _fused_activation,
@@ -213,8 +213,9 @@ class FusedStarBlock(nn.Module):
     multiply). Where a gradient is wanted or under torch.compile, the block's own
     forms run (the convolutions with their biases, then the BatchNorms). Against the original block
     the results differ by rounding only: the BatchNorms are folded as BatchNormActivation's are, with
-    the bias, and norm1 into the filter and the star product's biases (rounded to their dtype); in float32 the star product and dwconv2 passes give the original's bits (each sum
-    rounded, then the activation, the product or + x rounded). Made by fuse_blocks, for inference;
+    the bias, and norm1 into the filter and the star product's biases (rounded to their dtype); in
+    float32 the star product and dwconv2 passes round as the original's ops do (each sum rounded,
+    then the activation, the product or + x rounded). Made by fuse_blocks, for inference;
     differentiable, with the BatchNorms frozen."""
 
     def __init__(self, depthwise: tuple[nn.Conv2d, BatchNormActivation], f1: nn.Conv2d, f2: nn.Conv2d,
