@@ -30,13 +30,20 @@ __all__ = ["FusedLinearBottleneck", "FusedStarBlock", "FusedOsaBlock"]
 # projection's output, where torch.cat copied it.
 
 
+# The dtypes in which the expansion's BatchNorm folds into its convolution: the convolution's bias is
+# ATen's own pass, faster than cuDNN's float32 BatchNorm but slower than its bfloat16 one at batch 64
+# (TUNING.md#package-fused-ops).
+_FOLDED_EXPANSION_DTYPES = (torch.float32, torch.float64)
+
+
 class FusedLinearBottleneck(nn.Module):
     """An inference ReXNet block (timm's LinearBottleneck) with the passes between its convolutions
     fused:
 
-        y = silu(conv1(x) folded with norm1)              the block's own ConvNormAct, if any: its BatchNorm
-                                                          folded into the convolution's filter and bias
-                                                          (SiLU is PyTorch's, no pass of hardact's)
+        y = silu(conv1(x) folded with norm1)              the block's own ConvNormAct, if any: in float32 and
+                                                          float64 its BatchNorm folded into the convolution's
+                                                          filter and bias (TUNING.md#package-fused-ops); SiLU
+                                                          is PyTorch's, no pass of hardact's
         y = norm2(conv2(y))                               norm2: the depthwise BatchNorm with act_dw (ReLU6)
                                                           as its epilogue; one kernel where the depthwise
                                                           stage applies (FusedInvertedResidual's)
@@ -148,7 +155,7 @@ class FusedLinearBottleneck(nn.Module):
                      or (torch.is_grad_enabled() and any(p.requires_grad for p in (x, *self.parameters()))))
         if self.expansion is None:
             y = x
-        elif fused and self.expansion_layers is not None:
+        elif fused and self.expansion_layers is not None and x.dtype in _FOLDED_EXPANSION_DTYPES:
             weight, bias = self.expansion_parameters()
             y = F.silu(self.expansion_layers[0]._conv_forward(x, weight, bias), inplace=True)
         else:
