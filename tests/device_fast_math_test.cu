@@ -1,6 +1,7 @@
-// HardSigmoid and HardTanh compiled with --use_fast_math (tests/CMakeLists.txt adds it to every
+// HardSigmoid, HardTanh and SiLU compiled with --use_fast_math (tests/CMakeLists.txt adds it to every
 // *fast_math* test): flush-to-zero, approximate division and FMA contraction are on for this
-// file's device code, and results must still equal the IEEE host reference bit for bit.
+// file's device code, and results must still equal the IEEE host reference bit for bit (SiLU's,
+// whose exp has no host twin: subnormals bit for bit, the rest within 4 ulp).
 // Inputs concentrate where the flags bite: every float subnormal pattern (both signs), every
 // half and bfloat16 pattern (bfloat16 subnormals are float subnormals), subnormal bounds.
 #include "support/device.hpp"
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -105,6 +107,47 @@ TYPED_TEST(DeviceFastMathPolicy, HardTanhIsBitExact) {
     EXPECT_TRUE((rig.template run<1>(op, bounds, NanBits::Exact, inputs, 3, 3, true)))
         << "HardTanh{" << bounds.min_val << ", " << bounds.max_val << "} in place";
   }
+}
+
+// SiLU's float form is one block of inline PTX, so the flags cannot reach it: a subnormal x gives
+// x / 2 exactly (flush-to-zero would give 0), and every result is within 4 units in the last place
+// of the exact value (fast math's __expf and approximate division stray further for |x| > 2).
+TEST(DeviceFastMathSiLU, KeepsSubnormalsAndAccuracy) {
+  HARDACT_REQUIRE_DEVICE();
+  const std::vector<float> inputs = float_inputs();
+  const std::size_t n = inputs.size();
+  GuardedBuffer<float> x(n), y(n);
+  HARDACT_ASSERT_CUDA(x.status());
+  HARDACT_ASSERT_CUDA(y.status());
+  HARDACT_ASSERT_CUDA(x.upload(inputs));
+  HARDACT_ASSERT_CUDA(hardact::transform(hardact::SiLU{}, x.data(), y.data(), n));
+  HARDACT_ASSERT_CUDA(cudaDeviceSynchronize());
+  std::vector<float> got;
+  HARDACT_ASSERT_CUDA(y.download(got));
+  const auto ordinal = [](float value) {
+    const std::uint32_t bits = to_bits(value);
+    const auto magnitude = static_cast<std::int64_t>(bits & 0x7fffffffu);
+    return (bits >> 31) != 0 ? -magnitude : magnitude;
+  };
+  std::size_t differing = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = inputs[i];
+    if (std::isnan(v) || std::isinf(v)) continue;  // the special values: host_silu_test
+    float want;
+    if (std::fpclassify(v) == FP_SUBNORMAL) {
+      want = v / 2.0f;
+    } else {
+      const long double e = std::exp(-static_cast<long double>(v));
+      if (e > 3.4e38L && e < 3.41e38L) continue;  // exp(-x) at float's largest value: either side
+      want = e > 3.41e38L ? -0.0f : static_cast<float>(v / (1.0L + e));
+    }
+    const std::int64_t distance = ordinal(got[i]) - ordinal(want);
+    const bool exact_wanted = std::fpclassify(v) == FP_SUBNORMAL;
+    if (std::isnan(got[i]) || (exact_wanted ? distance != 0 : (distance > 4 || distance < -4))) {
+      if (differing++ < 5) ADD_FAILURE() << "x=" << describe(v) << ": got " << describe(got[i]) << ", want " << describe(want);
+    }
+  }
+  EXPECT_EQ(differing, 0u);
 }
 
 }  // namespace

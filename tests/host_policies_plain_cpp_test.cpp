@@ -93,4 +93,14 @@ TEST(PlainCppPolicies, Fp8ConversionsSaturate) {
   EXPECT_EQ(hardact::to_compute(hardact::convert<__nv_fp8_e4m3>(0.5f)), 0.5f);
 }
 
+// SiLU's host form, the C library's exp in the element's compute type (float for half).
+TEST(PlainCppPolicies, SiLUWithTheHostExp) {
+  for (const float x : {-20.0f, -1.5f, 0.25f, 3.0f}) {
+    EXPECT_EQ(hardact::SiLU{}(x), x / (1.0f + std::exp(-x))) << x;
+    EXPECT_EQ(hardact::SiLU{}(double(x)), double(x) / (1.0 + std::exp(-double(x)))) << x;
+    const float half_result = hardact::to_compute(hardact::SiLU{}(hardact::convert<__half>(x)));
+    EXPECT_EQ(half_result, hardact::to_compute(hardact::convert<__half>(x / (1.0f + std::exp(-x))))) << x;
+  }
+}
+
 }  // namespace

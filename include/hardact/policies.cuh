@@ -10,3 +10,4 @@
 #include <hardact/policy/hard_swish.cuh>
 #include <hardact/policy/hard_tanh.cuh>
 #include <hardact/policy/relu6.cuh>
+#include <hardact/policy/silu.cuh>
