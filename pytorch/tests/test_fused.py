@@ -44,7 +44,7 @@ GATE_SHAPES = [((33, 17), (33, 17)), ((9, 5), (9, 5)), ((4, 7, 11), (4, 7, 1)), 
                ((3, 6, 5, 5), (3, 6))]
 
 ACTIVATIONS = [("identity", -1.0, 1.0), ("hardsigmoid", -1.0, 1.0), ("hardswish", -1.0, 1.0),
-               ("relu6", 0.0, 6.0), ("hardtanh", -0.3, 0.7), ("relu", 0.0, float("inf"))]
+               ("relu6", 0.0, 6.0), ("hardtanh", -0.3, 0.7), ("relu", 0.0, float("inf")), ("silu", -1.0, 1.0)]
 
 
 def reference_activation(z: torch.Tensor, activation: str, min_val: float, max_val: float) -> torch.Tensor:

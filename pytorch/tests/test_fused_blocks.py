@@ -772,6 +772,8 @@ def test_depthwise_stage(checks, generator, dtype) -> None:
                   "depthwise: refuses a 7x7 filter")
     checks.record(raises(ValueError, lambda: call(xl, taps, ones[:8], zeros, 3, 1, 1, 1, "relu", 0.0, 1.0, False)),
                   "depthwise: refuses a short scale")
+    checks.record(raises(ValueError, lambda: call(xl, taps, ones, zeros, 3, 1, 1, 1, "silu", 0.0, 1.0, False)),
+                  "depthwise: refuses silu (its epilogue runs the hard activations only)")
     # In a block: the kernel without gradients, the convolution with them, the same values.
     c = 72
     norm = ha.BatchNormActivation(torch.rand(c, device="cuda") + 0.5, torch.randn(c, device="cuda"), "hardswish")

@@ -20,7 +20,7 @@ SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 UNARY_OPS = ("hardsigmoid", "hardtanh", "hardswish", "relu6")
 FUSED_OPS = ("scale_shift_activation", "residual_activation", "scale_shift_residual_activation",
              "scale_shift_activation_mean", "hardsigmoid_gate", "bias_activation_product")
-FUSED_ACTIVATIONS = ("identity", "hardsigmoid", "hardswish", "relu6", "hardtanh", "relu")
+FUSED_ACTIVATIONS = ("identity", "hardsigmoid", "hardswish", "relu6", "hardtanh", "relu", "silu")
 
 _ops = torch.ops.hardact
 

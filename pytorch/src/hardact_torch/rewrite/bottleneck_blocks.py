@@ -30,20 +30,12 @@ __all__ = ["FusedLinearBottleneck", "FusedStarBlock", "FusedOsaBlock"]
 # projection's output, where torch.cat copied it.
 
 
-# The dtypes in which the expansion's BatchNorm folds into its convolution: the convolution's bias is
-# ATen's own pass, faster than cuDNN's float32 BatchNorm but slower than its bfloat16 one at batch 64
-# (TUNING.md#package-fused-ops).
-_FOLDED_EXPANSION_DTYPES = (torch.float32, torch.float64)
-
-
 class FusedLinearBottleneck(nn.Module):
     """An inference ReXNet block (timm's LinearBottleneck) with the passes between its convolutions
     fused:
 
-        y = silu(conv1(x) folded with norm1)              the block's own ConvNormAct, if any: in float32 and
-                                                          float64 its BatchNorm folded into the convolution's
-                                                          filter and bias (TUNING.md#package-fused-ops); SiLU
-                                                          is PyTorch's, no pass of hardact's
+        y = norm1(conv1(x))                               the block's own ConvNormAct, if any: norm1 its
+                                                          BatchNorm folded with its SiLU, one pass
         y = norm2(conv2(y))                               norm2: the depthwise BatchNorm with act_dw (ReLU6)
                                                           as its epilogue; one kernel where the depthwise
                                                           stage applies (FusedInvertedResidual's)
@@ -57,15 +49,14 @@ class FusedLinearBottleneck(nn.Module):
                                                           scale_shift_residual_activation where the
                                                           channels match), no torch.cat copy
 
-    norm2, norm3 and se_norm are the block's BatchNorms folded (BatchNormActivation). The
-    convolutions, the expansion and the squeeze's 1x1 convolutions are the block's modules (shared);
-    the expansion's folded filter and bias are made again whenever its convolution or BatchNorm
-    changed (expansion_parameters). Where a gradient is wanted or under torch.compile, the block's
+    norm1, norm2, norm3 and se_norm are the block's BatchNorms folded (BatchNormActivation). The
+    convolutions, the expansion and the squeeze's 1x1 convolutions are the block's modules (shared).
+    Where a gradient is wanted or under torch.compile, the block's
     own differentiable forms run (the expansion whole, the convolutions, the gate's multiply then
     act_dw, torch.cat for the residual).
 
     Against the original block the results differ by rounding only: the BatchNorms are folded as
-    BatchNormActivation's are (the expansion's into its filter, rounded to the filter's dtype), the
+    BatchNormActivation's are (the expansion's SiLU with PyTorch's formula, in float), the
     mean sums in float32 in its own order, the matrix products sum in
     another order than cuDNN's 1x1 convolutions, and the one-kernel depthwise stage does not round the
     convolution's output before its BatchNorm in float16/bfloat16. The gate's multiply and act_dw in
@@ -82,9 +73,9 @@ class FusedLinearBottleneck(nn.Module):
                  projection: tuple[nn.Module, BatchNormActivation], shortcut_channels: int | None):
         super().__init__()
         self.expansion = expansion
-        # The expansion's (convolution, BatchNorm) where its BatchNorm folds into the convolution.
-        self.expansion_layers = None if expansion is None else _silu_conv_norm(expansion)
-        self._expansion_cache: list = [None, None, None]
+        # The expansion's BatchNorm folded with its SiLU (norm1), where the expansion has that form.
+        layers = None if expansion is None else _silu_conv_norm(expansion)
+        self.norm1 = None if layers is None else layers[1]
         self.conv2, self.norm2 = depthwise
         self.se_reduce, self.se_norm, self.se_expand, self.se_gate = squeeze if squeeze is not None else (None,) * 4
         self.conv3, self.norm3 = projection
@@ -94,30 +85,6 @@ class FusedLinearBottleneck(nn.Module):
         self.activation = _fused_activation(activation)
         self.depthwise_filter = _depthwise_filter(self.conv2)
         self._depthwise_cache: list = [None, None, None, None]  # depthwise_parameters' (FusedInvertedResidual's)
-
-    def expansion_parameters(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The expansion's filter and bias with its BatchNorm folded in (computed in float64, in the
-        filter's dtype); made again only when the convolution's or the BatchNorm's tensors changed
-        (moved, cast, or modified in place)."""
-        conv, bn = self.expansion_layers
-        tensors = (conv.weight, conv.bias, bn.weight, bn.bias, bn.running_mean, bn.running_var)
-        key = tuple((t.data_ptr(), t._version) if t is not None else None for t in tensors)
-        cache = self._expansion_cache
-        if key != cache[0]:
-            with torch.no_grad():
-                weight = conv.weight.detach()
-                scale = (bn.running_var.double() + bn.eps).rsqrt()
-                if bn.weight is not None:
-                    scale = scale * bn.weight.detach().double()
-                bias = -bn.running_mean.double() * scale
-                if bn.bias is not None:
-                    bias = bias + bn.bias.detach().double()
-                if conv.bias is not None:
-                    bias = bias + conv.bias.detach().double() * scale
-                cache[1] = (weight.double() * scale.view(-1, *[1] * (weight.dim() - 1))).to(weight.dtype)
-                cache[2] = bias.to(weight.dtype)
-            cache[0] = key
-        return cache[1], cache[2]
 
     def _linear(self, x: torch.Tensor, conv: nn.Module) -> torch.Tensor:
         """A 1x1 convolution on (N, C) as its matrix product: float32 CUDA in hardact's one cuBLASLt
@@ -155,9 +122,8 @@ class FusedLinearBottleneck(nn.Module):
                      or (torch.is_grad_enabled() and any(p.requires_grad for p in (x, *self.parameters()))))
         if self.expansion is None:
             y = x
-        elif fused and self.expansion_layers is not None and x.dtype in _FOLDED_EXPANSION_DTYPES:
-            weight, bias = self.expansion_parameters()
-            y = F.silu(self.expansion_layers[0]._conv_forward(x, weight, bias), inplace=True)
+        elif fused and self.norm1 is not None:
+            y = self.norm1(self.expansion.conv(x))
         else:
             y = self.expansion(x)
         norm = self.norm2
@@ -376,10 +342,10 @@ def _conv_norm(layer: nn.Module, activation: nn.Module | None = None) -> tuple[n
     return None if norm is None else (layer.conv, norm)
 
 
-def _silu_conv_norm(layer: nn.Module) -> tuple[nn.Conv2d, nn.Module] | None:
-    """(convolution, BatchNorm) of timm's ConvNormAct whose BatchNorm (a BatchNormAct2d with running
-    statistics, no drop) applies nn.SiLU (its forward: conv, bn with its act; aa unset), the
-    BatchNorm foldable into the convolution; else None."""
+def _silu_conv_norm(layer: nn.Module) -> tuple[nn.Conv2d, BatchNormActivation] | None:
+    """(convolution, its BatchNorm folded with SiLU) of timm's ConvNormAct whose BatchNorm (a
+    BatchNormAct2d with running statistics, no drop) applies nn.SiLU (its forward: conv, bn with its
+    act; aa unset); else None."""
     if type(layer).__name__ != "ConvNormAct" or _package(layer) != "timm" or _children(layer) != {"conv", "bn"} \
             or getattr(layer, "aa", None) is not None or type(layer.conv) is not nn.Conv2d:
         return None
@@ -387,7 +353,7 @@ def _silu_conv_norm(layer: nn.Module) -> tuple[nn.Conv2d, nn.Module] | None:
     if not (_is_timm_batchnorm_act(bn) and _foldable(bn) and type(bn.act) is nn.SiLU
             and type(bn.drop) is nn.Identity and layer.conv.out_channels == bn.num_features):
         return None
-    return layer.conv, bn
+    return layer.conv, BatchNormActivation.from_batchnorm(bn, "silu").to(bn.running_mean.device)
 
 
 def _sigmoid(module: nn.Module) -> bool:

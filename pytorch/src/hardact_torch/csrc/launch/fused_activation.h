@@ -8,10 +8,10 @@
 
 namespace hardact_torch {
 
-enum class FusedActivation { identity, hardsigmoid, hardswish, relu6, hardtanh, relu };
+enum class FusedActivation { identity, hardsigmoid, hardswish, relu6, hardtanh, relu, silu };
 
-/// "identity", "hardsigmoid", "hardswish", "relu6", "hardtanh" (with min_val, max_val) or "relu"
-/// (hardtanh with bounds 0 and +inf: F.relu's results, NaN kept, -0.0 to +0.0).
+/// "identity", "hardsigmoid", "hardswish", "relu6", "hardtanh" (with min_val, max_val), "relu"
+/// (hardtanh with bounds 0 and +inf: F.relu's results, NaN kept, -0.0 to +0.0) or "silu" (F.silu's).
 inline FusedActivation parse_activation(const char* op_name, c10::string_view name) {
   if (name == "identity") return FusedActivation::identity;
   if (name == "hardswish") return FusedActivation::hardswish;
@@ -19,8 +19,9 @@ inline FusedActivation parse_activation(const char* op_name, c10::string_view na
   if (name == "relu6") return FusedActivation::relu6;
   if (name == "hardtanh") return FusedActivation::hardtanh;
   if (name == "relu") return FusedActivation::relu;
+  if (name == "silu") return FusedActivation::silu;
   TORCH_CHECK_VALUE(false, "hardact::", op_name, ": activation must be one of identity, hardsigmoid, hardswish, relu6, ",
-                    "hardtanh, relu; got '", std::string(name.data(), name.size()), "'");
+                    "hardtanh, relu, silu; got '", std::string(name.data(), name.size()), "'");
   return FusedActivation::identity;
 }
 

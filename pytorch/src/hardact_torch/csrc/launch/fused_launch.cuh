@@ -28,6 +28,7 @@ cudaError_t with_activation(FusedActivation activation, double min_val, double m
     case FusedActivation::relu6: return f(hardact::ReLU6{});
     case FusedActivation::hardtanh: return f(hardact::HardTanh{min_val, max_val});
     case FusedActivation::relu: return f(hardact::HardTanh{0.0, std::numeric_limits<double>::infinity()});
+    case FusedActivation::silu: return f(hardact::SiLU{});
   }
   return cudaErrorInvalidValue;
 }

@@ -11,7 +11,8 @@
 namespace hardact_torch {
 
 /// act(z) for the activation `kind`: one warp-uniform branch per value, where a policy per
-/// activation would multiply the kernels compiled by six (ops/depthwise_conv.cu).
+/// activation would multiply the kernels compiled by six (ops/depthwise_conv.cu). The hard
+/// activations only: the depthwise operator refuses "silu".
 struct RuntimeActivation {
   FusedActivation kind;
   hardact::HardTanh bounds;  ///< hardtanh's; relu is hardtanh(0, +inf)
@@ -25,7 +26,9 @@ struct RuntimeActivation {
       case FusedActivation::hardsigmoid: return hardact::HardSigmoid{}(z);
       case FusedActivation::hardswish: return hardact::HardSwish{}(z);
       case FusedActivation::relu6: return hardact::ReLU6{}(z);
-      default: return bounds(z);  // hardtanh, and relu as hardtanh(0, +inf)
+      case FusedActivation::hardtanh:
+      case FusedActivation::relu: return bounds(z);  // relu as hardtanh(0, +inf)
+      default: return z;  // silu: refused by the operators before a launch
     }
   }
 

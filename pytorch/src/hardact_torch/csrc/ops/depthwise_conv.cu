@@ -57,6 +57,7 @@ std::tuple<at::Tensor, at::Tensor> depthwise_conv_scale_shift_activation(
   TORCH_CHECK_VALUE(pad_h >= 0 && pad_h < kernel_size && pad_w >= 0 && pad_w < kernel_size, "hardact.", op,
                     ": padding must be in [0, kernel_size)");
   const FusedActivation kind = parse_activation(op, activation);
+  TORCH_CHECK_VALUE(kind != FusedActivation::silu, "hardact.", op, ": silu is not one of its activations");
   if (kind == FusedActivation::hardtanh) check_bounds(op, min_val, max_val);
   const int64_t samples = x.size(0), channels = x.size(1), height = x.size(2), width = x.size(3);
   TORCH_CHECK_VALUE(channels % kChannelsPerThread == 0 && channels > 0 && channels <= kMostChannels,

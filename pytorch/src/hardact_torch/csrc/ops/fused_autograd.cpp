@@ -61,6 +61,7 @@ Tensor activation_backward(FusedActivation activation, double min_val, double ma
     case FusedActivation::relu6: return at::hardtanh_backward(grad, z, 0.0, 6.0);
     case FusedActivation::hardtanh: return at::hardtanh_backward(grad, z, min_val, max_val);
     case FusedActivation::relu: return at::threshold_backward(grad, z, 0.0);
+    case FusedActivation::silu: return at::silu_backward(grad, z);
   }
   return grad;
 }
@@ -233,6 +234,7 @@ Tensor activation_values(FusedActivation activation, double min_val, double max_
     case FusedActivation::relu6: return at::hardtanh(s, 0.0, 6.0);
     case FusedActivation::hardtanh: return at::hardtanh(s, min_val, max_val);
     case FusedActivation::relu: return at::relu(s);
+    case FusedActivation::silu: return at::silu(s);
   }
   return s;
 }
