@@ -407,6 +407,24 @@ def test_output_layout_matches_fake_kernel(checks, generator, dtype) -> None:
 
 
 @pytest.mark.cuda
+def test_silu_every_pattern(checks) -> None:
+    """The activation "silu" alone (the library's SiLU: inline PTX for CUDA's expf and the division)
+    against F.silu, bit for bit, on every float32, float16 and bfloat16 pattern (NaN as a class)."""
+    chunk = 1 << 28
+    for start in range(0, 1 << 32, chunk):
+        bits = torch.arange(start, start + chunk, dtype=torch.int64, device="cuda")
+        x = torch.where(bits >= 1 << 31, bits - (1 << 32), bits).to(torch.int32).view(torch.float32).view(-1, 1024)
+        checks.record(mismatch_report(ha.scale_shift_activation(x, None, None, "silu"), F.silu(x), x),
+                      f"silu, float32 patterns from {start:#010x}")
+        del bits, x
+    for dtype in (torch.float16, torch.bfloat16):
+        x = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32, device="cuda").to(torch.int16).view(dtype)
+        x = x.view(-1, 256)
+        checks.record(mismatch_report(ha.scale_shift_activation(x, None, None, "silu"), F.silu(x), x),
+                      f"silu, every {NAMES[dtype]} pattern")
+
+
+@pytest.mark.cuda
 def test_bfloat16_parameters_used_in_float32(checks, generator) -> None:
     x = salted_random(2 * 8 * 9 * 9, torch.bfloat16, generator, device="cuda").view(2, 8, 9, 9)
     p = torch.randn(8, device="cuda", generator=generator).to(torch.bfloat16)
