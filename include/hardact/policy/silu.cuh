@@ -49,8 +49,8 @@ __device__ inline float silu_float(float x) {
 ///   y = x / (1 + exp(-x))
 ///
 /// - float, half, bfloat16: computed in float and rounded once. On the device bit for bit PyTorch's
-///   F.silu (every float32, float16 and bfloat16 pattern, PyTorch 2.11 on an H200), whatever the
-///   flags (detail::silu_float). On the host the C library's expf: within 2 ulp, not bit for bit.
+///   F.silu (every float32, float16 and bfloat16 pattern: the package's test_silu_every_pattern),
+///   whatever the flags (detail::silu_float). On the host the C library's expf: within 2 ulp, not bit for bit.
 /// - double: x / (1 + exp(-x)) with CUDA's (the C library's) exp.
 /// - As in PyTorch: NaN gives NaN, +inf gives +inf, -inf gives NaN (-inf / inf), -0.0 gives -0.0, a
 ///   large negative x gives -0.0, a subnormal x gives x / 2 (kept, not flushed).
