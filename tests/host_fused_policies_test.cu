@@ -213,6 +213,17 @@ TYPED_TEST(HostFusedPolicies, ScaleShiftActivation) {
   });
 }
 
+// gate_activation(act)(x, g) = act(x * g), the product rounded in the compute type.
+TYPED_TEST(HostFusedPolicies, GateActivation) {
+  using T = TypeParam;
+  EXPECT_TRUE((fused_matches<T, 2>(hardact::Multiply{}, [](auto x, auto g) { return mul_ref(x, g); })));
+  for_each_activation([](auto activation, auto act, const char* name) {
+    EXPECT_TRUE((fused_matches<T, 2>(hardact::gate_activation(activation),
+                                     [act](auto x, auto g) { return act(mul_ref(x, g)); })))
+        << name;
+  });
+}
+
 // HardSigmoidGate(x, g) = x * HardSigmoid(g).
 TYPED_TEST(HostFusedPolicies, HardSigmoidGate) {
   using T = TypeParam;

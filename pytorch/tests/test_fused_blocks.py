@@ -39,7 +39,7 @@ from torch import nn
 
 import hardact_torch as ha
 from checklib import (FLOAT_DTYPES, NAMES, Custom, edited_block_left_alone, record_blocks_fused, mismatch_report,
-                      raises, randomise_batchnorms)
+                      raises, randomise_batchnorms, salted_random)
 from test_fused import (ACTIVATIONS, channel_view, compute_dtype, layout_report, layouts, meta_like,
                         reference_activation, reference_scale_shift)
 
@@ -711,6 +711,40 @@ DEPTHWISE_CASES = [(2, 16, 13, 11, 3, 1, 1, 1), (2, 16, 13, 11, 3, 2, 1, 1), (3,
                    (3, 24, 9, 10, 5, 2, 2, 2), (1, 4, 1, 1, 3, 1, 1, 1), (2, 40, 6, 5, 3, 2, 0, 0),
                    (2, 8, 5, 7, 5, 1, 1, 3), (2, 1024, 7, 7, 5, 1, 2, 2), (70, 12, 4, 4, 3, 1, 1, 1),
                    (4, 16, 112, 112, 3, 1, 1, 1), (8, 72, 56, 56, 5, 2, 2, 2)]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=NAMES.get)
+def test_gated_activation(checks, generator, dtype) -> None:
+    """_C._gated_activation, ReXNet's gate multiply and activation in one pass: act(x * gate[n, c]) in
+    the compute type, rounded once, for NCHW and channels-last x (batch 1 and 4), every activation;
+    in float32 bit for bit eager's `act(x * gate.view(N, C, 1, 1))`. Refusals as the fused ops'."""
+    call = ha._C._gated_activation
+    ct = compute_dtype(dtype)
+    for batch in (1, 4):
+        base = salted_random(batch * 12 * 7 * 9, dtype, generator, device="cuda").view(batch, 12, 7, 9)
+        gate = salted_random(batch * 12, dtype, generator, device="cuda").view(batch, 12)
+        for layout, x in (("NCHW", base), ("channels-last", base.contiguous(memory_format=torch.channels_last))):
+            for activation, lo, hi in ACTIVATIONS:
+                got = call(x, gate, activation, lo, hi)
+                what = f"_gated_activation {activation} {NAMES[dtype]} {layout} batch {batch}"
+                expected = reference_activation(x.to(ct) * gate.to(ct).view(batch, 12, 1, 1), activation, lo, hi)
+                checks.record(mismatch_report(got, expected.to(dtype), x), what)
+                checks.record("" if got.stride() == torch.empty_like(x).stride() else f"strides {got.stride()}",
+                              what + ": x's layout")
+                if dtype == torch.float32:
+                    eager = reference_activation(x * gate.view(batch, 12, 1, 1), activation, lo, hi)
+                    checks.record(mismatch_report(got, eager, x), what + " vs eager ops")
+    x = torch.randn(2, 4, 5, 5, device="cuda", generator=generator, dtype=dtype)
+    gate = torch.rand(2, 4, device="cuda", generator=generator, dtype=dtype)
+    checks.record(raises(ValueError, lambda: call(x.cpu(), gate.cpu(), "relu6", 0.0, 6.0)), "refuses a CPU x")
+    checks.record(raises(ValueError, lambda: call(x, gate[:, :3], "relu6", 0.0, 6.0)), "refuses a gate of 2 x 3")
+    other = torch.float64 if dtype != torch.float64 else torch.float32
+    checks.record(raises(TypeError, lambda: call(x, gate.to(other), "relu6", 0.0, 6.0)), "refuses a gate of another dtype")
+    checks.record(raises(ValueError, lambda: call(x.transpose(2, 3), gate, "relu6", 0.0, 6.0)),
+                  "refuses an x neither NCHW nor channels-last")
+    checks.record(raises(ValueError, lambda: call(x, gate, "gelu", 0.0, 6.0)), "refuses an unknown activation")
+    checks.record(raises(ValueError, lambda: call(x, gate, "hardtanh", 1.0, -1.0)), "refuses min_val > max_val")
 
 
 @pytest.mark.cuda

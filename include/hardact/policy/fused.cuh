@@ -23,6 +23,15 @@ struct Add {
   }
 };
 
+/// y = x * gate, rounded once in the compute type: PyTorch's `x * g` in float. The first step of
+/// gate_activation.
+struct Multiply {
+  template <class T>
+  __host__ __device__ T operator()(T x, T gate) const {
+    return from_compute<T>(detail::mul_rn(to_compute(x), to_compute(gate)));
+  }
+};
+
 /// y = x * scale + shift with the product rounded before the add (never one FMA), so in float it is
 /// bit for bit PyTorch's `x * scale + shift`. The first step of scale_shift_activation.
 struct MultiplyAdd {
@@ -57,6 +66,16 @@ __host__ __device__ constexpr Chain<Add, Activation> bias_activation(Activation 
 template <class Activation>
 __host__ __device__ constexpr Chain<Add, Activation> residual_activation(Activation activation) {
   return chain(Add{}, activation);
+}
+
+/// activation(x * gate): called as op(x, gate), gate usually a per-(n, c) `per_channel(gate, N * C,
+/// H * W)` over NCHW or `per_sample_channel(gate, C, H * W)` over channels-last, already through its
+/// own function (a squeeze-excitation's sigmoid, computed elsewhere). In float, bit for bit PyTorch's
+/// `act(x * g)`; half and bfloat16 round once (eager rounds the product first; with a clamp such as
+/// ReLU6 the results are the same, as clamping to representable bounds commutes with rounding).
+template <class Activation>
+__host__ __device__ constexpr Chain<Multiply, Activation> gate_activation(Activation activation) {
+  return chain(Multiply{}, activation);
 }
 
 /// activation(x * scale + shift): called as op(x, scale, shift), the folded form of an inference

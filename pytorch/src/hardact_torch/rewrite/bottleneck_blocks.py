@@ -43,8 +43,7 @@ class FusedLinearBottleneck(nn.Module):
         y, m = norm2(conv2(y)), mean of y per (n, c)      norm2 without activation, the mean in the same pass
         g = sigmoid(fc2(se_norm(fc1(m))))                 matrix products on the (N, C) mean; se_norm the
                                                           squeeze's BatchNorm with its ReLU
-        y = act_dw(y * g)                                 one scale_shift_activation (g as a per-channel
-                                                          scale; batch 1 or NCHW), else two passes
+        y = act_dw(y * g)                                 one pass (_C._gated_activation, g per (n, c))
         out = norm3(conv3(y)), out[:, :in] += x           where use_shortcut: in place (one
                                                           scale_shift_residual_activation where the
                                                           channels match), no torch.cat copy
@@ -102,19 +101,12 @@ class FusedLinearBottleneck(nn.Module):
         return self._linear(self.se_norm(self._linear(mean, self.se_reduce)), self.se_expand)
 
     def gated_activation(self, y: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
-        """act_dw(y * gate[n, c]), gate (N, C) in y's dtype: one scale_shift_activation pass where
-        every (n, c) is a channel of one view (batch 1, or NCHW as (1, N * C, H, W)); else two."""
-        n, c = y.shape[0], y.shape[1]
-        if n == 1:
-            view = y
-        elif y.is_contiguous():
-            view = y.view(1, n * c, *y.shape[2:])
-        else:
-            return _activation(y * gate.reshape(n, c, 1, 1), self.activation)
-        # x * g + 0 is x * g exactly, and the activations send -0 and +0 alike.
-        out = scale_shift_activation(view, gate.reshape(-1), gate.new_zeros(n * c),
-                                     *self.activation)
-        return out.view_as(y)
+        """act_dw(y * gate[n, c]), gate (N, C) in y's dtype: one pass (_C._gated_activation) for a CUDA
+        y, NCHW or channels-last; else the multiply and the activation as two ops."""
+        if y.is_cuda and gate.dtype == y.dtype and (y.is_contiguous()
+                                                    or y.is_contiguous(memory_format=torch.channels_last)):
+            return _C._gated_activation(y, gate, *self.activation)
+        return _activation(y * gate.reshape(*gate.shape, 1, 1), self.activation)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shortcut = x

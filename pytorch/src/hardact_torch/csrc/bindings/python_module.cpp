@@ -11,6 +11,7 @@
 
 #include "ops/depthwise_conv.h"
 #include "ops/fused_block_forward.h"
+#include "ops/gated_activation.h"
 #include "ops/linear_activation.h"
 
 #include <ATen/ATen.h>
@@ -306,6 +307,25 @@ PyObject* linear_activation(PyObject* /*module*/, PyObject* const* args, Py_ssiz
   END_HANDLE_TH_ERRORS
 }
 
+/// _gated_activation(x, gate, activation, min_val, max_val) -> Tensor: fuse_blocks' gate multiply
+/// and activation in one pass (gated_activation.h); not an operator: inference only, never traced.
+PyObject* gated_activation(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  constexpr const char* name = "_gated_activation";
+  expect_arguments(name, nargs, 5);
+  const Tensor& x = tensor_argument(name, args[0], "act(x * gate)");
+  const Tensor& gate = other_tensor_argument(name, args[1]);
+  const c10::string_view activation = string_argument(args[2]);
+  const double min_val = float_argument(args[3]), max_val = float_argument(args[4]);
+  Tensor out;
+  {
+    const GilRelease no_gil;
+    out = hardact_torch::gated_activation(x, gate, activation, min_val, max_val);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
 int64_t int_argument(PyObject* object) {
   const long long value = PyLong_AsLongLong(object);
   if (value == -1 && PyErr_Occurred()) throw python_error();
@@ -592,6 +612,9 @@ PyMethodDef methods[] = {
              "_depthwise_conv_scale_shift_activation(x, taps, scale, shift, kernel_size, stride, pad_h, pad_w, "
              "activation, min_val, max_val, with_mean) -> (y, mean or None): act(depthwise_conv(x) * scale + shift) "
              "for channels-last x, and y's mean per (n, c); inference only"),
+    fastcall("_gated_activation", gated_activation,
+             "_gated_activation(x, gate, activation, min_val, max_val) -> Tensor: act(x * gate[n, c]) for NCHW or "
+             "channels-last x; inference only"),
     fastcall("_fused_inverted_residual_forward", fused_inverted_residual_forward,
              "_fused_inverted_residual_forward(x, tensors, settings, depthwise_filter, skip, depthwise_cache) -> "
              "Tensor or None: FusedInvertedResidual.forward in one call where no gradient is wanted; None where "

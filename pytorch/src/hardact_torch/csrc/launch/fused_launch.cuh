@@ -124,6 +124,17 @@ cudaError_t launch_hardsigmoid_gate(const T* x, const T* gate, bool nchw, std::s
                             n, stream);
 }
 
+template <class T>
+cudaError_t launch_gated_activation(FusedActivation activation, double min_val, double max_val, const T* x,
+                                    const T* gate, bool nchw, std::size_t planes, std::size_t channels,
+                                    std::size_t positions, T* out, std::size_t n, cudaStream_t stream) {
+  return fused_detail::with_activation(activation, min_val, max_val, [&](auto act) {
+    const auto op = hardact::gate_activation(act);
+    if (nchw) return hardact::transform(op, x, hardact::per_channel(gate, planes, positions), out, n, stream);
+    return hardact::transform(op, x, hardact::per_sample_channel(gate, channels, positions), out, n, stream);
+  });
+}
+
 }  // namespace hardact_torch
 
 // One element type T, its parameters in Param (and, for 16-bit T, also in T itself).
@@ -143,5 +154,8 @@ cudaError_t launch_hardsigmoid_gate(const T* x, const T* gate, bool nchw, std::s
 #define HARDACT_TORCH_INSTANTIATE_FUSED(T)                                                                           \
   template cudaError_t hardact_torch::launch_residual_activation<T>(FusedActivation, double, double, const T*,      \
                                                                     const T*, T*, std::size_t, cudaStream_t);       \
+  template cudaError_t hardact_torch::launch_gated_activation<T>(FusedActivation, double, double, const T*, const T*, \
+                                                                 bool, std::size_t, std::size_t, std::size_t, T*,   \
+                                                                 std::size_t, cudaStream_t);                        \
   template cudaError_t hardact_torch::launch_hardsigmoid_gate<T>(const T*, const T*, bool, std::size_t, std::size_t, \
                                                                  std::size_t, T*, std::size_t, cudaStream_t);

@@ -66,4 +66,10 @@ template <class T>
 cudaError_t launch_hardsigmoid_gate(const T* x, const T* gate, bool nchw, std::size_t planes, std::size_t channels,
                                     std::size_t positions, T* out, std::size_t n, cudaStream_t stream);
 
+/// activation(x * gate[n, c]), the gate's values in x's type; x laid out as launch_hardsigmoid_gate's.
+template <class T>
+cudaError_t launch_gated_activation(FusedActivation activation, double min_val, double max_val, const T* x,
+                                    const T* gate, bool nchw, std::size_t planes, std::size_t channels,
+                                    std::size_t positions, T* out, std::size_t n, cudaStream_t stream);
+
 }  // namespace hardact_torch

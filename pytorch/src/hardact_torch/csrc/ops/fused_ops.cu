@@ -11,6 +11,8 @@
 //                                                        (y, mean): scale_shift_activation's y and its mean
 //       over every dim after 1, one per (n, c), written in the same pass (a squeeze-excitation's squeeze)
 //   hardsigmoid_gate(x, gate)                            x * hardsigmoid(gate[n, c]) (squeeze-excitation)
+//   _gated_activation(x, gate, activation)               act(x * gate[n, c]), the gate through its own
+//       function first (gated_activation.h; a Python entry point of fuse_blocks, not an operator)
 //   bias_activation_product(x, bias, other, other_bias, activation)
 //                                                        act(x + bias[c]) * (other + other_bias[c]): two
 //       convolutions' outputs with their biases, gated (StarNet's star product)
@@ -34,6 +36,7 @@
 #include "launch/fused_activation.h"
 #include "launch/fused_launch.h"
 #include "launch/tensor_launch.cuh"
+#include "ops/gated_activation.h"
 
 #include <hardact/hardact.cuh>
 
@@ -357,6 +360,41 @@ at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
 }
 
 }  // namespace
+
+at::Tensor hardact_torch::gated_activation(const at::Tensor& x, const at::Tensor& gate, c10::string_view activation_name,
+                                           double min_val, double max_val) {
+  constexpr const char* kName = "_gated_activation";
+  check_fused_input(kName, x);
+  const FusedActivation activation = parse_activation(kName, activation_name);
+  if (activation == FusedActivation::hardtanh) check_bounds(kName, min_val, max_val);
+  const int64_t planes = x.size(0) * x.size(1);
+  TORCH_CHECK_VALUE(gate.device() == x.device(), "hardact::", kName, ": gate is on ", gate.device().str(), ", x on ",
+                    x.device().str());
+  TORCH_CHECK_TYPE(gate.scalar_type() == x.scalar_type(), "hardact::", kName, ": gate has dtype ", gate.scalar_type(),
+                   ", x has ", x.scalar_type());
+  TORCH_CHECK_VALUE(gate.numel() == planes && gate.dim() >= 2 && gate.size(0) == x.size(0) && gate.size(1) == x.size(1),
+                    "hardact::", kName, ": gate must hold one value per (n, c) of x, shape (N, C) or (N, C, 1, ...); got ",
+                    shape_string(gate.sizes()), " for x ", shape_string(x.sizes()));
+  // One value per (n, c), as hardsigmoid_gate reads it: per_channel over N * C runs of NCHW x,
+  // per_sample_channel over channels-last-like x; the block's convolutions give no other layout.
+  const bool nchw = x.is_contiguous();
+  TORCH_CHECK_VALUE(nchw || channels_last_like(x), "hardact::", kName, ": x must be NCHW-contiguous or channels-last");
+  const c10::cuda::CUDAGuard device_guard(x.device());
+  at::Tensor out = at::empty_like(x);
+  const std::size_t n = static_cast<std::size_t>(x.numel());
+  if (n == 0) return out;
+  const at::Tensor gate_values = gate.is_contiguous() ? gate : gate.reshape({planes}).contiguous();
+  const std::size_t channels = static_cast<std::size_t>(x.size(1));
+  const std::size_t positions = static_cast<std::size_t>(x.numel() / planes);
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
+  check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
+                 using T = typename decltype(tag)::type;
+                 return launch_gated_activation<T>(activation, min_val, max_val, data_of<T>(x), data_of<T>(gate_values),
+                                                   nchw, static_cast<std::size_t>(planes), channels, positions,
+                                                   mutable_data_of<T>(out), n, stream);
+               }));
+  return out;
+}
 
 TORCH_LIBRARY_FRAGMENT(hardact, m) {
   m.def(
