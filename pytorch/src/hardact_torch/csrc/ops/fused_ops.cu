@@ -311,17 +311,23 @@ std::tuple<at::Tensor, at::Tensor> scale_shift_activation_mean(const at::Tensor&
   return {std::move(out), std::move(mean)};
 }
 
+/// Checks that `gate` holds one value per (n, c) of x, on x's device and of x's dtype; returns N * C.
+int64_t check_gate(const char* op_name, const at::Tensor& x, const at::Tensor& gate) {
+  const int64_t planes = x.size(0) * x.size(1);
+  TORCH_CHECK_VALUE(gate.device() == x.device(), "hardact::", op_name, ": gate is on ", gate.device().str(), ", x on ",
+                    x.device().str());
+  TORCH_CHECK_TYPE(gate.scalar_type() == x.scalar_type(), "hardact::", op_name, ": gate has dtype ",
+                   gate.scalar_type(), ", x has ", x.scalar_type());
+  TORCH_CHECK_VALUE(gate.numel() == planes && gate.dim() >= 2 && gate.size(0) == x.size(0) && gate.size(1) == x.size(1),
+                    "hardact::", op_name, ": gate must hold one value per (n, c) of x, shape (N, C) or (N, C, 1, ...); ",
+                    "got ", shape_string(gate.sizes()), " for x ", shape_string(x.sizes()));
+  return planes;
+}
+
 at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
   constexpr const char* kName = "hardsigmoid_gate";
   check_fused_input(kName, x);
-  const int64_t planes = x.size(0) * x.size(1);
-  TORCH_CHECK_VALUE(gate.device() == x.device(), "hardact::", kName, ": gate is on ", gate.device().str(), ", x on ",
-                    x.device().str());
-  TORCH_CHECK_TYPE(gate.scalar_type() == x.scalar_type(), "hardact::", kName, ": gate has dtype ", gate.scalar_type(),
-                   ", x has ", x.scalar_type());
-  TORCH_CHECK_VALUE(gate.numel() == planes && gate.dim() >= 2 && gate.size(0) == x.size(0) && gate.size(1) == x.size(1),
-                    "hardact::", kName, ": gate must hold one value per (n, c) of x, shape (N, C) or (N, C, 1, ...); got ",
-                    shape_string(gate.sizes()), " for x ", shape_string(x.sizes()));
+  const int64_t planes = check_gate(kName, x, gate);
   const c10::cuda::CUDAGuard device_guard(x.device());
   // One value per (n, c): a broadcast operand where x is NCHW-contiguous (each plane a run of H * W
   // elements: per_channel over N * C) or channels-last-like (dense, channels innermost, samples
@@ -367,14 +373,7 @@ at::Tensor hardact_torch::gated_activation(const at::Tensor& x, const at::Tensor
   check_fused_input(kName, x);
   const FusedActivation activation = parse_activation(kName, activation_name);
   if (activation == FusedActivation::hardtanh) check_bounds(kName, min_val, max_val);
-  const int64_t planes = x.size(0) * x.size(1);
-  TORCH_CHECK_VALUE(gate.device() == x.device(), "hardact::", kName, ": gate is on ", gate.device().str(), ", x on ",
-                    x.device().str());
-  TORCH_CHECK_TYPE(gate.scalar_type() == x.scalar_type(), "hardact::", kName, ": gate has dtype ", gate.scalar_type(),
-                   ", x has ", x.scalar_type());
-  TORCH_CHECK_VALUE(gate.numel() == planes && gate.dim() >= 2 && gate.size(0) == x.size(0) && gate.size(1) == x.size(1),
-                    "hardact::", kName, ": gate must hold one value per (n, c) of x, shape (N, C) or (N, C, 1, ...); got ",
-                    shape_string(gate.sizes()), " for x ", shape_string(x.sizes()));
+  const int64_t planes = check_gate(kName, x, gate);
   // One value per (n, c), as hardsigmoid_gate reads it: per_channel over N * C runs of NCHW x,
   // per_sample_channel over channels-last-like x; the block's convolutions give no other layout.
   const bool nchw = x.is_contiguous();
