@@ -287,12 +287,23 @@ void check_exact_integer_sums() {
   }
 }
 
+// Built in two executables (tests/CMakeLists.txt, HARDACT_TESTS_BY_TYPE): part 1 holds the float and
+// double cases and the ones of no element type, part 2 the bfloat16 and half cases.
+#if !defined(HARDACT_TEST_TYPE_PART) || HARDACT_TEST_TYPE_PART == 1
 TEST(DeviceSummedOutput, FloatOutputsAsPlainSumsWithinFloatError) {
   HARDACT_REQUIRE_DEVICE();
   check_sums<float, float>();
   check_exact_integer_sums<float, float>();
 }
 
+TEST(DeviceSummedOutput, DoubleSumsInDouble) {
+  HARDACT_REQUIRE_DEVICE();
+  check_sums<double, double>();
+  check_exact_integer_sums<double, double>();
+}
+#endif
+
+#if !defined(HARDACT_TEST_TYPE_PART) || HARDACT_TEST_TYPE_PART == 2
 TEST(DeviceSummedOutput, Bfloat16SumsInFloatRoundedOnce) {
   HARDACT_REQUIRE_DEVICE();
   check_sums<__nv_bfloat16, __nv_bfloat16>();
@@ -300,29 +311,42 @@ TEST(DeviceSummedOutput, Bfloat16SumsInFloatRoundedOnce) {
   check_exact_integer_sums<__nv_bfloat16, float>();
 }
 
-TEST(DeviceSummedOutput, HalfAndDouble) {
+TEST(DeviceSummedOutput, HalfSumsInFloat) {
   HARDACT_REQUIRE_DEVICE();
   check_sums<__half, float>();  // a sum of a large span can pass half's largest value
-  check_sums<double, double>();
-  check_exact_integer_sums<double, double>();
 }
+#endif
 
 // Each of the summing path's adopted forms switched off in turn (dispatch/test_overrides.cuh), as
 // the measurements that adopted them ran the calls: chunks refit to one wave (the 64 x 14 x 14 x
 // 672 case), the partial sums' dependent launch (every case of several parts), the tiles form (the
 // NCHW runs of 5 to 49 elements, not whole vectors). The same checks hold without each.
+constexpr ScopedSummedFormOff::Form kAdoptedForms[] = {&hardact::detail::TransformTuning::summed_one_wave,
+                                                       &hardact::detail::TransformTuning::summed_dependent_launch,
+                                                       &hardact::detail::TransformTuning::summed_tiles};
+
+#if !defined(HARDACT_TEST_TYPE_PART) || HARDACT_TEST_TYPE_PART == 1
 TEST(DeviceSummedOutput, EachAdoptedFormSwitchedOff) {
   HARDACT_REQUIRE_DEVICE();
-  using hardact::detail::TransformTuning;
-  for (ScopedSummedFormOff::Form form : {&TransformTuning::summed_one_wave, &TransformTuning::summed_dependent_launch,
-                                         &TransformTuning::summed_tiles}) {
+  for (ScopedSummedFormOff::Form form : kAdoptedForms) {
     const ScopedSummedFormOff off(form);
     check_sums<float, float>();
     check_exact_integer_sums<float, float>();
+  }
+}
+#endif
+
+#if !defined(HARDACT_TEST_TYPE_PART) || HARDACT_TEST_TYPE_PART == 2
+TEST(DeviceSummedOutput, EachAdoptedFormSwitchedOffBfloat16) {
+  HARDACT_REQUIRE_DEVICE();
+  for (ScopedSummedFormOff::Form form : kAdoptedForms) {
+    const ScopedSummedFormOff off(form);
     check_sums<__nv_bfloat16, float>();
   }
 }
+#endif
 
+#if !defined(HARDACT_TEST_TYPE_PART) || HARDACT_TEST_TYPE_PART == 1
 // On a non-blocking stream: everything enqueued there.
 TEST(DeviceSummedOutput, OnAStream) {
   HARDACT_REQUIRE_DEVICE();
@@ -409,5 +433,6 @@ TEST(DeviceSummedOutput, BadArgumentsWriteNothing) {
   EXPECT_TRUE(family::payload_untouched(sums));
   EXPECT_TRUE(output.guards_intact() && sums.guards_intact());
 }
+#endif
 
 }  // namespace
