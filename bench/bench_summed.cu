@@ -19,6 +19,8 @@
 //            whose samples take several blocks, the partial sums added by a second, small kernel;
 //            their storage is allocated once, outside the timing)
 //   plain    hardact::transform with a plain output: y alone (what the sums cost)
+//   floor    an empty kernel's launch, then the copy (launch_floor): at 13-32 us a call, what one
+//            launch plus the copy's traffic takes, the floor of the plain and the summing calls
 //   cub      cub::DeviceTransform::Transform with the same policy (the broadcast operands as
 //            transform iterators, bench_interleaved.cuh), then cub::DeviceSegmentedReduce::Sum over y,
 //            one segment per (n, c): contiguous for NCHW, every C-th element for NHWC. Its
@@ -196,9 +198,10 @@ void run_summed(benchmark::State& state, const std::string& name, const SummedSh
 
   InterleavedCase c;
   c.job_bytes = 2 * n * sizeof(T);
-  c.contenders = {Contender::memcpy, Contender::hardact, Contender::plain, Contender::cub};
+  c.contenders = {Contender::memcpy, Contender::hardact, Contender::plain, Contender::launch_floor, Contender::cub};
   c.launch = [=](Contender k) -> cudaError_t {
     if (k == Contender::memcpy) return cudaMemcpyAsync(out, x, n * sizeof(T), cudaMemcpyDeviceToDevice, bench_stream());
+    if (k == Contender::launch_floor) return launch_floor(out, x, n * sizeof(T), bench_stream());
     return launch(k, y);
   };
   run_interleaved(state, c, reps);

@@ -17,8 +17,9 @@ they get a table of their own and stay out of the reference rows, the sweeps and
 
 Writes to DIR:
     interleaved_tables.md   reference rows (x copy as "median (forward / reverse) [q1-q3]"),
-                            the fused epilogue rows, the size sweeps, and time per call for the
-                            launch-bound sizes
+                            the fused epilogue rows, the summing rows (bench/bench_summed.cu:
+                            the summing call against the plain one and the floor), the size
+                            sweeps, and time per call for the launch-bound sizes
     sweep_<op>_<dtype>.png  x copy against elements, one line per contender, one panel per placement
 or, with --cards, cards.md (or --cards-file): the reference rows of each card side by side, with
 whether hardact reaches 0.99 x copy and CUB - 0.3% on each. Every table and plot names the GPU and
@@ -37,6 +38,7 @@ PANELS = [("out_of_place", "aligned"), ("out_of_place", "misaligned"),
           ("out_of_place", "relatively_misaligned"), ("in_place", "aligned")]
 REFERENCE_BYTES = 4096 * 393216 * 4
 FUSED_PREFIX = "fused_"
+SUMMED_PREFIX = "summed_"
 FUSED_ORDER = ["fused_bias_hardswish_last_dim", "fused_bias_hardswish_nchw", "fused_batchnorm_hardswish_nchw",
                "fused_batchnorm_hardswish_nhwc", "fused_residual_hardswish", "fused_hardsigmoid_gate_nchw",
                "fused_hardsigmoid_gate_nhwc"]
@@ -90,9 +92,13 @@ def is_fused(key):
     return key[0].startswith(FUSED_PREFIX)
 
 
+def has_own_table(key):
+    return key[0].startswith((FUSED_PREFIX, SUMMED_PREFIX))
+
+
 def is_reference(key):
     op, dtype, _, _, n, calls = key
-    return calls == 1 and n * element_bytes(dtype) == REFERENCE_BYTES and not is_fused(key)
+    return calls == 1 and n * element_bytes(dtype) == REFERENCE_BYTES and not has_own_table(key)
 
 
 def reference_table(cases):
@@ -139,12 +145,45 @@ def fused_table(cases):
     return lines
 
 
+def summed_table(cases):
+    """The summing rows (bench/bench_summed.cu): the transform with its per-(n, c) sums, the same
+    transform with a plain output, the floor (an empty kernel's launch, then the copy) and CUB's two
+    passes, x copy; then the summing call's time over the plain one's, and the plain one's over the
+    floor's (medians over reps of each contender's time)."""
+    rows = {k: v for k, v in cases.items() if k[0].startswith(SUMMED_PREFIX)}
+    if not rows:
+        return []
+
+    def order(key):
+        op, dtype, _, _, n, _ = key
+        return (not op.endswith("nhwc"), n >= 2 ** 25, dtype != "float", n)
+
+    def time_ratio(row, a, b):
+        return f"{row[a + '_us'] / row[b + '_us']:.3f}" if a + "_us" in row and b + "_us" in row else "—"
+
+    def cell(row, contender):
+        return f"{row[contender + '_x_copy']:.3f}" if contender + "_x_copy" in row else "—"
+
+    lines = ["| layout | dtype | shape | copy µs | summing × copy | plain × copy | floor × copy | cub × copy | "
+             "summing / plain (time) | plain / floor (time) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for key in sorted(rows, key=order):
+        op, dtype, _, _, n, _ = key
+        row = rows[key]
+        fields = parse(row.get("run_name", row.get("name", ""))) or {}
+        lines.append(f"| {op.rsplit('_', 1)[-1].upper()} | {dtype} | {fields.get('shape', '?')} | "
+                     f"{row.get('memcpy_us', 0):.1f} | {ratio_cell(row, 'hardact')} | {cell(row, 'plain')} | "
+                     f"{cell(row, 'floor')} | {cell(row, 'cub')} | {time_ratio(row, 'hardact', 'plain')} | "
+                     f"{time_ratio(row, 'plain', 'floor')} |")
+    return lines
+
+
 def sweep_tables(cases):
     lines = []
     groups = defaultdict(dict)
     for key, row in cases.items():
         op, dtype, placement, alignment, n, calls = key
-        if calls == 1 and not is_fused(key):
+        if calls == 1 and not has_own_table(key):
             groups[(op, dtype, placement, alignment)][n] = row
     for group in sorted(groups):
         rows = groups[group]
@@ -190,7 +229,7 @@ def plot(cases, out_dir, context):
     by_series = defaultdict(lambda: defaultdict(dict))
     for key, row in cases.items():
         op, dtype, placement, alignment, n, calls = key
-        if calls == 1 and not is_fused(key):
+        if calls == 1 and not has_own_table(key):
             by_series[(op, dtype)][(placement, alignment)][n] = row
     for (op, dtype), panels in sorted(by_series.items()):
         if max(len(p) for p in panels.values()) < 3:
@@ -318,6 +357,14 @@ def main():
                   "included; mismatches: elements whose bits differ from hardact's output (unfused: float only).",
                   ""]
         lines += fused
+    summed = summed_table(cases)
+    if summed:
+        lines += ["", "## Sums of the outputs", "",
+                  "A folded BatchNorm + HardSwish writing one sum per (n, c) of its output (bench/bench_summed.cu): "
+                  "summing (hardact with an OutputWithSums), plain (the same transform, no sums), floor (an empty "
+                  "kernel's launch, then the copy) and CUB's transform and segmented sum, × copy of the job's bytes.",
+                  ""]
+        lines += summed
     lines += ["", "## Size sweeps (× copy, paired median)"]
     lines += sweep_tables(cases)
     launch = launch_table(cases)
