@@ -114,6 +114,14 @@ def reference_table(cases):
     return lines
 
 
+def in_order(rows, order):
+    """(op, dtype, n, row, the name's fields) of each row, sorted by order(key)."""
+    for key in sorted(rows, key=order):
+        op, dtype, _, _, n, _ = key
+        row = rows[key]
+        yield op, dtype, n, row, parse(row.get("run_name", row.get("name", ""))) or {}
+
+
 def fused_table(cases):
     """The fused epilogue rows: x copy of hardact, CUB and the two unfused launches, all against the
     copy of the fused job's bytes, and the bitwise check's mismatch counts."""
@@ -133,10 +141,7 @@ def fused_table(cases):
     lines = ["| case | shape (n) | memcpy GB/s | hardact × copy | cub × copy | unfused × copy | hardact − cub | "
              "mismatches cub / unfused |",
              "|---|---|---|---|---|---|---|---|"]
-    for key in sorted(rows, key=order):
-        op, dtype, _, _, n, _ = key
-        row = rows[key]
-        fields = parse(row.get("run_name", row.get("name", ""))) or {}
+    for op, dtype, n, row, fields in in_order(rows, order):
         diff = row.get("hardact_x_copy", 0) - row.get("cub_x_copy", 0)
         lines.append(f"| {op[len(FUSED_PREFIX):]} {dtype} | {fields.get('shape', '?')} ({n}) | "
                      f"{row.get('memcpy_GBps', 0):.0f} | {ratio_cell(row, 'hardact')} | {ratio_cell(row, 'cub')} | "
@@ -167,10 +172,7 @@ def summed_table(cases):
     lines = ["| layout | dtype | shape | copy µs | summing × copy | plain × copy | floor × copy | cub × copy | "
              "summing / plain (time) | plain / floor (time) |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for key in sorted(rows, key=order):
-        op, dtype, _, _, n, _ = key
-        row = rows[key]
-        fields = parse(row.get("run_name", row.get("name", ""))) or {}
+    for op, dtype, _, row, fields in in_order(rows, order):
         lines.append(f"| {op.rsplit('_', 1)[-1].upper()} | {dtype} | {fields.get('shape', '?')} | "
                      f"{row.get('memcpy_us', 0):.1f} | {ratio_cell(row, 'hardact')} | {cell(row, 'plain')} | "
                      f"{cell(row, 'floor')} | {cell(row, 'cub')} | {time_ratio(row, 'hardact', 'plain')} | "
