@@ -425,6 +425,50 @@ def test_linear_bottleneck_depthwise_parameters(checks) -> None:
         checks.record("" if ok else f"{tuple(taps.shape)} {tuple(scale.shape)}", f"{name}: depthwise parameters")
 
 
+def rexnet_squeeze_block():
+    """The first FusedLinearBottleneck with a squeeze-excitation of a rewritten rexnet_100."""
+    timm = pytest.importorskip("timm")
+    torch.manual_seed(0)
+    model = timm.create_model("rexnet_100", pretrained=False).eval()
+    ha.optimize_for_inference(model)
+    return next(b for b in model.modules() if type(b) is ha.FusedLinearBottleneck and b.se_reduce is not None)
+
+
+def test_linear_bottleneck_transposed_weight_cache(checks) -> None:
+    """The squeeze's products read each weight stored transposed, made once and made again when the
+    weight is cast or modified in place."""
+    block = rexnet_squeeze_block()
+    first = block._transposed_weight("se_reduce", block.se_reduce)
+    again = block._transposed_weight("se_reduce", block.se_reduce)
+    checks.record("" if again is first else "made again", "unchanged weight: the cached matrix")
+    checks.record("" if torch.equal(first, block.se_reduce.weight.flatten(1).t()) and first.is_contiguous()
+                  else "differs", "the matrix is the weight transposed, contiguous")
+    with torch.no_grad():
+        block.se_reduce.weight.mul_(2)
+    changed = block._transposed_weight("se_reduce", block.se_reduce)
+    checks.record("" if torch.equal(changed, block.se_reduce.weight.flatten(1).t()) else "stale",
+                  "weight modified in place: made again")
+    block.to(torch.bfloat16)
+    cast = block._transposed_weight("se_reduce", block.se_reduce)
+    checks.record("" if cast.dtype == torch.bfloat16 else str(cast.dtype), "block cast: made again in its dtype")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16), ids=NAMES.get)
+def test_linear_bottleneck_products_on_gpu(checks, dtype) -> None:
+    """The squeeze's products on the transposed weight equal F.linear's within rounding, at a few
+    samples and at many."""
+    block = rexnet_squeeze_block().cuda().to(dtype)
+    for batch in (1, 8, 64):
+        mean = torch.randn(batch, block.se_reduce.in_channels, device="cuda").to(dtype)
+        with torch.no_grad():
+            ours = block._linear(mean, "se_reduce").float()
+            theirs = torch.nn.functional.linear(mean.float(), block.se_reduce.weight.flatten(1).float(),
+                                                block.se_reduce.bias.float())
+        error = ((ours - theirs).abs().max() / theirs.abs().max()).item()
+        checks.record("" if error < 2e-2 else f"relative error {error:.3g}", f"{NAMES[dtype]} batch {batch}")
+
+
 # ---- the star product operator (bias_activation_product) -------------------------------------------
 
 def reference_product(x, bias, other, other_bias, activation, min_val, max_val):

@@ -84,13 +84,33 @@ class FusedLinearBottleneck(nn.Module):
         self.activation = _fused_activation(activation)
         self.depthwise_filter = _depthwise_filter(self.conv2)
         self._depthwise_cache: list = [None, None, None, None]  # depthwise_parameters' (FusedInvertedResidual's)
+        self._transposed_cache: dict = {}  # _transposed_weight's: {name: (key, weight as (C_in, C_out))}
 
-    def _linear(self, x: torch.Tensor, conv: nn.Module) -> torch.Tensor:
-        """A 1x1 convolution on (N, C) as its matrix product: float32 CUDA in hardact's one cuBLASLt
-        call, TF32 as cuDNN's setting (TUNING.md#package-fused-ops); else F.linear."""
+    def _transposed_weight(self, name: str, conv: nn.Module) -> torch.Tensor:
+        """conv's weight as a contiguous (C_in, C_out) matrix, made again only when the weight changed
+        (moved, cast, or modified in place)."""
+        weight = conv.weight
+        key = (weight.data_ptr(), weight._version, weight.dtype)
+        cached = self.__dict__.setdefault("_transposed_cache", {}).get(name)
+        if cached is None or cached[0] != key:
+            with torch.no_grad():
+                cached = key, weight.detach().flatten(1).t().contiguous()
+            self._transposed_cache[name] = cached
+        return cached[1]
+
+    def _linear(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        """A 1x1 convolution (the submodule `name`) on (N, C) as its matrix product, for the fused
+        forward (no gradient, not compiled): float32 CUDA in hardact's one cuBLASLt call, TF32 as
+        cuDNN's setting (TUNING.md#package-fused-ops); other CUDA dtypes on the weight stored
+        transposed, which cuBLAS runs 2.3-4 x as fast as F.linear's transposed view at a few samples
+        and long rows (TUNING.md#package-fused-ops); else F.linear."""
+        conv = getattr(self, name)
         weight = conv.weight.flatten(1)
         if x.is_cuda and x.dtype == torch.float32 and weight.dtype == torch.float32:
             return _C._linear_activation(x, weight, conv.bias, False, torch.backends.cudnn.allow_tf32)
+        if x.is_cuda and x.dtype == weight.dtype and (conv.bias is None or conv.bias.dtype == x.dtype):
+            transposed = self._transposed_weight(name, conv)
+            return torch.mm(x, transposed) if conv.bias is None else torch.addmm(conv.bias, x, transposed)
         return F.linear(x, weight, conv.bias)
 
     def excitation(self, mean: torch.Tensor, fused: bool) -> torch.Tensor:
@@ -98,7 +118,7 @@ class FusedLinearBottleneck(nn.Module):
         if not fused:
             squeezed = mean.reshape(mean.shape[0], mean.shape[1], 1, 1)
             return self.se_expand(self.se_norm(self.se_reduce(squeezed))).flatten(1)
-        return self._linear(self.se_norm(self._linear(mean, self.se_reduce)), self.se_expand)
+        return self._linear(self.se_norm(self._linear(mean, "se_reduce")), "se_expand")
 
     def gated_activation(self, y: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
         """act_dw(y * gate[n, c]), gate (N, C) in y's dtype: one pass (_C._gated_activation) for a CUDA
