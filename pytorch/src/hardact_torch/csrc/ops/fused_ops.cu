@@ -324,6 +324,19 @@ int64_t check_gate(const char* op_name, const at::Tensor& x, const at::Tensor& g
   return planes;
 }
 
+/// How a per-(n, c) gate meets x in one pass: per_channel over the N * C planes of NCHW-contiguous
+/// x, per_sample_channel over channels-last-like x (C values a sample); the gate's values in order.
+struct GateLayout {
+  bool nchw;
+  std::size_t planes, channels, positions;  // N * C, C, H * W
+  at::Tensor values;
+};
+
+GateLayout gate_layout(const at::Tensor& x, const at::Tensor& gate, int64_t planes) {
+  return {x.is_contiguous(), static_cast<std::size_t>(planes), static_cast<std::size_t>(x.size(1)),
+          static_cast<std::size_t>(x.numel() / planes), gate.is_contiguous() ? gate : gate.reshape({planes}).contiguous()};
+}
+
 at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
   constexpr const char* kName = "hardsigmoid_gate";
   check_fused_input(kName, x);
@@ -352,15 +365,12 @@ at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
   at::Tensor out = at::empty_like(x);
   const std::size_t n = static_cast<std::size_t>(x.numel());
   if (n == 0) return out;
-  const at::Tensor gate_values = gate.is_contiguous() ? gate : gate.reshape({planes}).contiguous();  // values in order
-  const std::size_t channels = static_cast<std::size_t>(x.size(1));
-  const std::size_t positions = static_cast<std::size_t>(x.numel() / planes);  // H * W
+  const GateLayout g = gate_layout(x, gate, planes);
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
   check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
                  using T = typename decltype(tag)::type;
-                 return launch_hardsigmoid_gate<T>(data_of<T>(x), data_of<T>(gate_values), nchw,
-                                                   static_cast<std::size_t>(planes), channels, positions,
-                                                   mutable_data_of<T>(out), n, stream);
+                 return launch_hardsigmoid_gate<T>(data_of<T>(x), data_of<T>(g.values), g.nchw, g.planes, g.channels,
+                                                   g.positions, mutable_data_of<T>(out), n, stream);
                }));
   return out;
 }
@@ -376,21 +386,19 @@ at::Tensor hardact_torch::gated_activation(const at::Tensor& x, const at::Tensor
   const int64_t planes = check_gate(kName, x, gate);
   // One value per (n, c), as hardsigmoid_gate reads it: per_channel over N * C runs of NCHW x,
   // per_sample_channel over channels-last-like x; the block's convolutions give no other layout.
-  const bool nchw = x.is_contiguous();
-  TORCH_CHECK_VALUE(nchw || channels_last_like(x), "hardact::", kName, ": x must be NCHW-contiguous or channels-last");
+  TORCH_CHECK_VALUE(x.is_contiguous() || channels_last_like(x), "hardact::", kName,
+                    ": x must be NCHW-contiguous or channels-last");
   const c10::cuda::CUDAGuard device_guard(x.device());
   at::Tensor out = at::empty_like(x);
   const std::size_t n = static_cast<std::size_t>(x.numel());
   if (n == 0) return out;
-  const at::Tensor gate_values = gate.is_contiguous() ? gate : gate.reshape({planes}).contiguous();
-  const std::size_t channels = static_cast<std::size_t>(x.size(1));
-  const std::size_t positions = static_cast<std::size_t>(x.numel() / planes);
+  const GateLayout g = gate_layout(x, gate, planes);
   const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
   check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
                  using T = typename decltype(tag)::type;
-                 return launch_gated_activation<T>(activation, min_val, max_val, data_of<T>(x), data_of<T>(gate_values),
-                                                   nchw, static_cast<std::size_t>(planes), channels, positions,
-                                                   mutable_data_of<T>(out), n, stream);
+                 return launch_gated_activation<T>(activation, min_val, max_val, data_of<T>(x), data_of<T>(g.values),
+                                                   g.nchw, g.planes, g.channels, g.positions, mutable_data_of<T>(out),
+                                                   n, stream);
                }));
   return out;
 }
