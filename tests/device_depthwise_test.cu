@@ -6,7 +6,8 @@
 // 12, 1020 and 1024 (the largest; 1028 is refused), samples of one block and of several (their
 // blocks' sums in the caller's temporary storage), the library's policies and one of the test's
 // own. The mean against a double sum of the y written, within float accumulation error, the same
-// bits on a second run; y the same bits with and without it. Refusals write nothing.
+// bits on a second run; y the same bits with and without it. With the input concatenated (a ghost
+// module's cat([x, conv(x)], 1)): each position x's bits, then the convolution's. Refusals write nothing.
 // HARDACT_TEST_QUICK=1 (compute-sanitizer runs) leaves out the MobileNet-size shapes.
 #include "support/bits.hpp"
 #include "support/device.hpp"
@@ -159,7 +160,7 @@ struct DeviceCase {
   explicit DeviceCase(const hardact::DepthwiseConvShape& s)
       : shape(s),
         x(s.samples * s.height * s.width * s.channels),
-        y(s.samples * s.out_height() * s.out_width() * s.channels),
+        y(s.samples * s.out_height() * s.out_width() * s.out_channels()),
         mean(s.samples * s.channels),
         taps(static_cast<std::size_t>(s.kernel_size * s.kernel_size) * s.channels),
         scale(s.channels),
@@ -202,14 +203,29 @@ bool untouched(GuardedBuffer<T>& buffer) {
   return family::payload_untouched(buffer) && buffer.guards_intact();
 }
 
+/// y with the input concatenated: at each position x's C values, then the convolution's C.
+template <class T>
+std::vector<T> concatenated(const std::vector<T>& x, const std::vector<T>& convolution, std::size_t channels) {
+  std::vector<T> y;
+  y.reserve(2 * convolution.size());
+  for (std::size_t p = 0; p < convolution.size(); p += channels) {
+    y.insert(y.end(), x.begin() + static_cast<std::ptrdiff_t>(p), x.begin() + static_cast<std::ptrdiff_t>(p + channels));
+    y.insert(y.end(), convolution.begin() + static_cast<std::ptrdiff_t>(p),
+             convolution.begin() + static_cast<std::ptrdiff_t>(p + channels));
+  }
+  return y;
+}
+
 /// Runs `s` with policy `a` without and with the mean, twice with it: y bit for bit the
-/// reference's each time, the mean within mean_tolerance of the double mean of that y, the
-/// second run the same bits, the guards intact.
+/// reference's each time, the mean within mean_tolerance of the double mean of the convolution's
+/// y, the second run the same bits, the guards intact.
 template <class T>
 void check_case(const hardact::DepthwiseConvShape& s, Act a, std::uint32_t seed) {
-  SCOPED_TRACE(describe_shape(s) + ", " + act_name(a) + ", " + type_name<T>());
+  SCOPED_TRACE(describe_shape(s) + (s.concatenate_input ? ", input concatenated, " : ", ") + act_name(a) + ", " +
+               type_name<T>());
   const Inputs<T> in = make_inputs<T>(s, seed);
-  const std::vector<T> expected = with_policy(a, [&](auto act) { return reference_y<T>(s, in, act); });
+  std::vector<T> expected = with_policy(a, [&](auto act) { return reference_y<T>(s, in, act); });
+  if (s.concatenate_input) expected = concatenated(in.x, expected, s.channels);
   DeviceCase<T> d(s);
   HARDACT_ASSERT_CUDA(d.status());
   HARDACT_ASSERT_CUDA(d.upload(in));
@@ -238,12 +254,13 @@ void check_case(const hardact::DepthwiseConvShape& s, Act a, std::uint32_t seed)
       ASSERT_TRUE(untouched(d.mean)) << "the mean written without being asked for";
       continue;
     }
-    const std::size_t positions = s.out_height() * s.out_width(), C = s.channels;
+    const std::size_t positions = s.out_height() * s.out_width(), C = s.channels, stride = s.out_channels();
+    const std::size_t first = s.concatenate_input ? C : 0;  // the convolution's channels
     for (std::size_t n = 0; n < s.samples; ++n) {
       for (std::size_t c = 0; c < C; ++c) {
         double sum = 0.0, magnitudes = 0.0;
         for (std::size_t p = 0; p < positions; ++p) {
-          const double v = to_double(y[(n * positions + p) * C + c]);
+          const double v = to_double(y[(n * positions + p) * stride + first + c]);
           sum += v;
           magnitudes += std::fabs(v);
         }
@@ -332,6 +349,30 @@ TYPED_TEST(DeviceDepthwise, MobileNetShapes) {
   }
 }
 
+// The input concatenated before the convolution's output (stride 1, an output of the input's size):
+// both filter sizes, one vector and 1024 channels, samples of one block and of several, GhostNet's
+// ghost-module shapes (full runs).
+TYPED_TEST(DeviceDepthwise, InputConcatenated) {
+  HARDACT_REQUIRE_DEVICE();
+  std::vector<hardact::DepthwiseConvShape> shapes = {
+      shape(2, 7, 9, 12, 3, 1, 1, 1), shape(2, 13, 11, 12, 5, 1, 2, 2), shape(3, 1, 1, 4, 3, 1, 1, 1),
+      shape(2, 56, 56, 4, 3, 1, 1, 1),  // 4 blocks a sample
+      shape(2, 5, 6, 1024, 3, 1, 1, 1)};
+  if (!family::quick_mode()) {
+    for (const auto& ghost : {shape(2, 112, 112, 8, 3, 1, 1, 1), shape(2, 28, 28, 60, 3, 1, 1, 1),
+                              shape(2, 14, 14, 336, 3, 1, 1, 1), shape(2, 7, 7, 480, 3, 1, 1, 1)}) {
+      shapes.push_back(ghost);
+    }
+  }
+  std::uint32_t seed = 250;
+  int index = 0;
+  for (auto s : shapes) {
+    s.concatenate_input = true;
+    check_case<TypeParam>(s, kActs[index++ % 5], seed++);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
 // An input with no rows: every filter row is padding, y = act(0 * scale + shift), x never read
 // (null here).
 TYPED_TEST(DeviceDepthwise, InputWithoutRows) {
@@ -361,7 +402,8 @@ TYPED_TEST(DeviceDepthwise, OnAStream) {
 }
 
 // Refused calls on real device buffers write nothing: 1028 channels (past the most), a filter of
-// 7, a misaligned x, y or mean, temporary storage one byte short.
+// 7, the input concatenated at stride 2 or to a smaller output, a misaligned x, y or mean,
+// temporary storage one byte short.
 TYPED_TEST(DeviceDepthwise, RefusalsWriteNothing) {
   HARDACT_REQUIRE_DEVICE();
   using T = TypeParam;
@@ -383,6 +425,12 @@ TYPED_TEST(DeviceDepthwise, RefusalsWriteNothing) {
   EXPECT_EQ(hardact::depthwise_conv(hardact::HardSwish{}, seven, d.x.data(), d.taps.data(), d.scale.data(),
                                     d.shift.data(), d.y.data()),
             cudaErrorNotSupported);
+  for (auto concatenated_shape : {shape(2, 56, 56, 4, 3, 2, 1, 1), shape(2, 56, 56, 4, 3, 1, 0, 0)}) {
+    concatenated_shape.concatenate_input = true;  // y holds what either output needs
+    EXPECT_EQ(hardact::depthwise_conv(hardact::HardSwish{}, concatenated_shape, d.x.data(), d.taps.data(),
+                                      d.scale.data(), d.shift.data(), d.y.data()),
+              cudaErrorNotSupported);
+  }
   EXPECT_EQ(hardact::depthwise_conv(hardact::HardSwish{}, s, d.x.data() + 1, d.taps.data(), d.scale.data(),
                                     d.shift.data(), d.y.data()),
             cudaErrorInvalidValue);

@@ -61,6 +61,11 @@ TEST(HostDepthwiseContract, OutputSize) {
   EXPECT_EQ(padded.out_width(), 1u);
   const DepthwiseConvShape small{1, 1, 2, 4, 3, 1, 0, 0};
   EXPECT_EQ(small.out_height(), 0u) << "smaller than the filter";
+  EXPECT_EQ(kSmall.out_channels(), 4u);
+  DepthwiseConvShape concatenated = kSmall;
+  concatenated.concatenate_input = true;
+  EXPECT_EQ(concatenated.out_channels(), 8u) << "x's channels, then the convolution's";
+  EXPECT_EQ(concatenated.out_height(), 3u);
 }
 
 TEST(HostDepthwiseContract, ShapesRefusedWhateverTheSamples) {
@@ -90,6 +95,12 @@ TEST(HostDepthwiseContract, ShapesRefusedWhateverTheSamples) {
       {"2^31 input elements a sample", {2, 1u << 16, 1u << 13, 4, 3, 1, 1, 1}, cudaErrorNotSupported},
       {"2^31 - 4 input elements, more output elements", {2, 1, (1u << 29) - 1, 4, 5, 1, 4, 4}, cudaErrorNotSupported},
       {"a height past INT_MAX", {2, std::size_t{INT_MAX} + 1, 1, 4, 3, 1, 1, 1}, cudaErrorNotSupported},
+      {"the input concatenated at stride 2", {2, 9, 9, 4, 3, 2, 1, 1, true}, cudaErrorNotSupported},
+      {"the input concatenated to a smaller output", {2, 9, 9, 4, 3, 1, 0, 0, true}, cudaErrorNotSupported},
+      {"the input concatenated to a larger output", {2, 9, 9, 4, 3, 1, 2, 2, true}, cudaErrorNotSupported},
+      {"the input concatenated, 5 x 5 with padding 1", {2, 9, 9, 4, 5, 1, 1, 1, true}, cudaErrorNotSupported},
+      {"the input concatenated to 2^31 output elements a sample", {2, 1u << 16, 1u << 12, 4, 3, 1, 1, 1, true},
+       cudaErrorNotSupported},
   };
   for (const Refusal& r : refusals) {
     for (const std::size_t samples : {std::size_t{0}, r.shape.samples}) {
@@ -103,8 +114,10 @@ TEST(HostDepthwiseContract, ShapesRefusedWhateverTheSamples) {
   }
   // The largest that fit, with no samples a no-op: 1024 channels; just under 2^31 elements a sample.
   for (const DepthwiseConvShape s : {DepthwiseConvShape{0, 3, 3, 1024, 3, 1, 1, 1},
-                                     DepthwiseConvShape{0, 1u << 16, (1u << 13) - 1, 4, 3, 1, 1, 1}}) {
-    EXPECT_EQ(call(a, s), cudaSuccess) << s.channels << " channels";
+                                     DepthwiseConvShape{0, 1u << 16, (1u << 13) - 1, 4, 3, 1, 1, 1},
+                                     DepthwiseConvShape{0, 1u << 16, (1u << 12) - 1, 4, 3, 1, 1, 1, true},
+                                     DepthwiseConvShape{0, 3, 3, 1024, 5, 1, 2, 2, true}}) {
+    EXPECT_EQ(call(a, s), cudaSuccess) << s.channels << " channels" << (s.concatenate_input ? ", concatenated" : "");
   }
   // 65535 samples pass the shape's checks and reach the pointers' (null here); 65536 do not.
   const float* const none = nullptr;
@@ -195,6 +208,17 @@ TEST(HostDepthwiseContract, OverlapsRefused) {
                                     const_cast<float*>(a.shift()), nullptr, 0),
             cudaErrorInvalidValue)
       << "mean over the shift";
+  // With the input concatenated y is 144 floats: ending 4 floats into x it overlaps.
+  DepthwiseConvShape concatenated = kSmall;
+  concatenated.concatenate_input = true;
+  EXPECT_EQ(hardact::depthwise_conv(hardact::HardSwish{}, concatenated, a.x(), a.taps(), a.scale(), a.shift(),
+                                    const_cast<float*>(a.x()) - 140),
+            cudaErrorInvalidValue)
+      << "a concatenated y over x's first vector";
+  EXPECT_EQ(hardact::depthwise_conv(hardact::HardSwish{}, concatenated, a.x(), a.taps(), a.scale(), a.shift(), a.y(),
+                                    a.y() + 140, nullptr, 0),
+            cudaErrorInvalidValue)
+      << "mean over a concatenated y's last vector";
 }
 
 /// 2 samples of 56 x 56 x 4: 256 lanes, 784 position groups, 4 blocks a sample.
@@ -226,6 +250,8 @@ TEST(HostDepthwiseContract, StorageDependsOnTheShapeAlone) {
   EXPECT_EQ(hardact::depthwise_conv_temp_storage_bytes({2, 1, 1, 1024, 3, 1, 1, 1}), 0u);
   // No samples.
   EXPECT_EQ(hardact::depthwise_conv_temp_storage_bytes({0, 56, 56, 72, 3, 1, 1, 1}), 0u);
+  // The input concatenated: the same blocks, the same storage.
+  EXPECT_EQ(hardact::depthwise_conv_temp_storage_bytes({64, 56, 56, 72, 3, 1, 1, 1, true}), 64u * 56u * 72u * 4u);
 }
 
 }  // namespace

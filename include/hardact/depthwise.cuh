@@ -29,8 +29,9 @@ namespace hardact {
 ///               * C + c]; 16-byte aligned.
 /// @param scale  C floats (a folded BatchNorm's weight / sqrt(var + eps)), 16-byte aligned.
 /// @param shift  C floats (bias - mean * scale), 16-byte aligned.
-/// @param y      samples x out_height() x out_width() x channels elements of T, aligned to 4
-///               elements; shares no byte with an input.
+/// @param y      samples x out_height() x out_width() x out_channels() elements of T, aligned to 4
+///               elements; shares no byte with an input. With shape.concatenate_input, each
+///               position holds x's C values there (copied bit for bit), then the convolution's C.
 /// @param stream the call never synchronises or allocates, so it can be captured in a CUDA Graph.
 /// @return cudaSuccess; cudaErrorInvalidValue for an invalid policy or a shape that is no
 ///         convolution (no channels, negative padding, a padded input smaller than the filter),
@@ -46,8 +47,9 @@ cudaError_t depthwise_conv(Policy act, const DepthwiseConvShape& shape, const T*
                                     0, stream);
 }
 
-/// @brief The same, and mean[n * C + c], the mean of y over its out_height() x out_width()
-///        positions of sample n, channel c, as written (in T), summed in float and rounded once.
+/// @brief The same, and mean[n * C + c], the mean of the convolution's output over its out_height()
+///        x out_width() positions of sample n, channel c, as written (in T), summed in float and
+///        rounded once (with concatenate_input, of the convolution's C channels, not x's).
 ///
 /// The sums are added in an order fixed by the shape (and, where the grid depends on it, the
 /// device's multiprocessor count), never by timing: the same call on the same device gives the same

@@ -753,7 +753,8 @@ def test_depthwise_stage(checks, generator, dtype) -> None:
     """_C._depthwise_conv_scale_shift_activation against the depthwise convolution, the scale and
     shift and the activation in float64 rounded once: float32 within 1e-5 of the largest output (the
     convolution's float sums), float16/bfloat16 within one unit; its mean against its y's mean
-    (mean_report); y channels-last; the same bits on a second call; refusals. A FusedInvertedResidual
+    (mean_report); y channels-last; the same bits on a second call; with the input concatenated
+    (stride 1, same size), x's bits then y's and the same mean; refusals. A FusedInvertedResidual
     runs its depthwise stage in this kernel for channels-last CUDA input without gradients, and
     falls back to the convolution where a gradient is wanted, with the same results within rounding."""
     activations = [("identity", -1.0, 1.0), ("hardswish", -1.0, 1.0), ("relu", -1.0, 1.0),
@@ -772,7 +773,7 @@ def test_depthwise_stage(checks, generator, dtype) -> None:
         what = f"depthwise {NAMES[dtype]} {(n, c, h, w)} k{k} s{s} pad ({ph}, {pw}) {activation}"
         for with_mean in (False, True):
             y, mean = ha._C._depthwise_conv_scale_shift_activation(x, taps, scale, shift, k, s, ph, pw, activation,
-                                                                   lo, hi, with_mean)
+                                                                   lo, hi, with_mean, False)
             largest = max(expected.abs().max().item(), 1e-30)
             if dtype == torch.float32:
                 good = (y.double() - expected).abs().max().item() <= 1e-5 * largest
@@ -784,30 +785,43 @@ def test_depthwise_stage(checks, generator, dtype) -> None:
             checks.record("" if y.is_contiguous(memory_format=torch.channels_last) else f"strides {y.stride()}",
                           f"{what}: y channels-last")
             again = ha._C._depthwise_conv_scale_shift_activation(x, taps, scale, shift, k, s, ph, pw, activation, lo,
-                                                                 hi, with_mean)
+                                                                 hi, with_mean, False)
             checks.record(mismatch_report(again[0], y, x), f"{what}: the same bits again")
             if with_mean:
                 checks.record(mean_report(mean, y), f"{what}: its mean")
                 checks.record(mismatch_report(again[1], mean, x), f"{what}: the same mean again")
             else:
                 checks.record("" if mean is None else "a mean", f"{what}: no mean unless asked")
+            if s == 1 and ph == pw == k // 2:  # the output x's size: the kernel can write cat([x, y], 1)
+                joined, joined_mean = ha._C._depthwise_conv_scale_shift_activation(
+                    x, taps, scale, shift, k, s, ph, pw, activation, lo, hi, with_mean, True)
+                checks.record(mismatch_report(joined[:, :c], x, x) or mismatch_report(joined[:, c:], y, x),
+                              f"{what}: concatenated, x's bits then y's")
+                checks.record("" if joined.is_contiguous(memory_format=torch.channels_last)
+                              else f"strides {joined.stride()}", f"{what}: concatenated, channels-last")
+                checks.record(mismatch_report(joined_mean, mean, x) if with_mean else
+                              ("" if joined_mean is None else "a mean"), f"{what}: concatenated, the same mean")
     x = torch.randn(2, 16, 8, 8, device="cuda", generator=generator)
     taps, ones, zeros = torch.randn(9, 16, device="cuda"), torch.ones(16, device="cuda"), torch.zeros(16, device="cuda")
     call = ha._C._depthwise_conv_scale_shift_activation
-    checks.record(raises(ValueError, lambda: call(x, taps, ones, zeros, 3, 1, 1, 1, "relu", 0.0, 1.0, False)),
+    checks.record(raises(ValueError, lambda: call(x, taps, ones, zeros, 3, 1, 1, 1, "relu", 0.0, 1.0, False, False)),
                   "depthwise: refuses NCHW x")
     xl = x.contiguous(memory_format=torch.channels_last)
-    checks.record(raises(TypeError, lambda: call(xl.double(), taps, ones, zeros, 3, 1, 1, 1, "relu", 0.0, 1.0, False)),
+    checks.record(raises(TypeError, lambda: call(xl.double(), taps, ones, zeros, 3, 1, 1, 1, "relu", 0.0, 1.0, False, False)),
                   "depthwise: refuses float64")
     narrow = xl[:, :14].contiguous(memory_format=torch.channels_last)
     checks.record(raises(ValueError, lambda: call(narrow, taps[:, :14].contiguous(), ones[:14], zeros[:14], 3, 1, 1, 1,
-                                                  "relu", 0.0, 1.0, False)), "depthwise: refuses 14 channels")
-    checks.record(raises(ValueError, lambda: call(xl, taps, ones, zeros, 7, 1, 1, 1, "relu", 0.0, 1.0, False)),
+                                                  "relu", 0.0, 1.0, False, False)), "depthwise: refuses 14 channels")
+    checks.record(raises(ValueError, lambda: call(xl, taps, ones, zeros, 7, 1, 1, 1, "relu", 0.0, 1.0, False, False)),
                   "depthwise: refuses a 7x7 filter")
-    checks.record(raises(ValueError, lambda: call(xl, taps, ones[:8], zeros, 3, 1, 1, 1, "relu", 0.0, 1.0, False)),
+    checks.record(raises(ValueError, lambda: call(xl, taps, ones[:8], zeros, 3, 1, 1, 1, "relu", 0.0, 1.0, False, False)),
                   "depthwise: refuses a short scale")
-    checks.record(raises(ValueError, lambda: call(xl, taps, ones, zeros, 3, 1, 1, 1, "silu", 0.0, 1.0, False)),
+    checks.record(raises(ValueError, lambda: call(xl, taps, ones, zeros, 3, 1, 1, 1, "silu", 0.0, 1.0, False, False)),
                   "depthwise: refuses silu (its epilogue runs the hard activations only)")
+    checks.record(raises(ValueError, lambda: call(xl, taps, ones, zeros, 3, 2, 1, 1, "relu", 0.0, 1.0, False, True)),
+                  "depthwise: refuses to concatenate x at stride 2")
+    checks.record(raises(ValueError, lambda: call(xl, taps, ones, zeros, 3, 1, 0, 0, "relu", 0.0, 1.0, False, True)),
+                  "depthwise: refuses to concatenate x to a smaller output")
     # In a block: the kernel without gradients, the convolution with them, the same values.
     c = 72
     norm = ha.BatchNormActivation(torch.rand(c, device="cuda") + 0.5, torch.randn(c, device="cuda"), "hardswish")

@@ -122,6 +122,13 @@ def _attention(m: nn.Module) -> bool:
     return type(m.ghost1).__name__ == "GhostModuleV2"
 
 
+def _writes_both_halves(stage: nn.Module) -> bool:
+    """A cheap stage whose one kernel can write its ghost module's concatenation: covered, stride 1,
+    padding kernel_size // 2 (the output the input's size)."""
+    spec = stage.filter
+    return spec is not None and spec[1] == 1 and spec[2] == spec[3] == spec[0] // 2
+
+
 def _deploy(module: nn.Module) -> None:
     module.switch_to_deploy()
 
@@ -305,12 +312,13 @@ def test_real_models(checks, generator, name) -> None:
     rewritten = copy.deepcopy(base)
     counts = ha.optimize_for_inference(rewritten)
     checks.record("" if counts["blocks"] == 16 else f"counts {counts}", f"{name}: 16 blocks fused")
-    taken = []
+    taken, concatenated = [], []
     one_kernel = ghost_blocks._ConvolutionStage.one_kernel
 
-    def counting(stage, y, with_mean):
-        result = one_kernel(stage, y, with_mean)
+    def counting(stage, y, with_mean, concatenate=False):
+        result = one_kernel(stage, y, with_mean, concatenate)
         taken.append(result is not None)
+        concatenated.append(concatenate and result is not None)
         return result
 
     with tf32_off(), torch.no_grad(), mock.patch.object(ghost_blocks._ConvolutionStage, "one_kernel", counting):
@@ -325,6 +333,7 @@ def test_real_models(checks, generator, name) -> None:
                     original = copy.deepcopy(base).to(dtype=dtype, memory_format=memory_format)(xl.to(dtype))
                     model = copy.deepcopy(rewritten).to(dtype=dtype, memory_format=memory_format)
                     taken.clear()
+                    concatenated.clear()
                     got = model(xl.to(dtype))
                     own = (original.double() - expected).abs().max().item()
                     ours = (got.double() - expected).abs().max().item()
@@ -337,6 +346,12 @@ def test_real_models(checks, generator, name) -> None:
                                       if isinstance(m, ghost_blocks._ConvolutionStage))
                         checks.record("" if sum(taken) == covered > 0 else f"{sum(taken)} of {covered} covered",
                                       f"{what}: the one-kernel stage taken")
+                        halves = sum(_writes_both_halves(m.cheap1) + _writes_both_halves(m.cheap2)
+                                     for m in model.modules()
+                                     if isinstance(m, ghost_blocks.FusedGhostBottleneck) and m.concatenate)
+                        checks.record("" if sum(concatenated) == halves else f"{sum(concatenated)} of {halves}",
+                                      f"{what}: every ghost module whose cheap stage keeps the size concatenated "
+                                      "by that stage's kernel")
 
 
 @pytest.mark.cuda

@@ -33,7 +33,8 @@ namespace detail {
 /// convolution is (no channels, negative padding, a padded input smaller than the filter),
 /// cudaErrorNotSupported for a convolution the kernel does not cover (another filter size or
 /// stride, padding of kernel_size or more, channels not a multiple of 4 or over 1024, 2^31
-/// elements or more a sample, over 65535 samples); cudaSuccess for a shape it takes.
+/// elements or more a sample, over 65535 samples, an input concatenated to an output of another
+/// size or stride); cudaSuccess for a shape it takes.
 inline cudaError_t check_depthwise_shape(const DepthwiseConvShape& s) {
   if (s.channels == 0 || s.pad_h < 0 || s.pad_w < 0) return cudaErrorInvalidValue;
   if ((s.kernel_size != 3 && s.kernel_size != 5) || (s.stride != 1 && s.stride != 2) ||
@@ -50,7 +51,10 @@ inline cudaError_t check_depthwise_shape(const DepthwiseConvShape& s) {
   // Within INT_MAX each, so that neither the padding nor a product below wraps around.
   if (s.out_height() == 0 || s.out_width() == 0) return cudaErrorInvalidValue;  // padded input under the filter
   const std::size_t positions = s.height * s.width, out_positions = s.out_height() * s.out_width();
-  if (positions > kMostSampleElements / s.channels || out_positions > kMostSampleElements / s.channels) {
+  if (positions > kMostSampleElements / s.channels || out_positions > kMostSampleElements / s.out_channels()) {
+    return cudaErrorNotSupported;
+  }
+  if (s.concatenate_input && (s.stride != 1 || s.out_height() != s.height || s.out_width() != s.width)) {
     return cudaErrorNotSupported;
   }
   return cudaSuccess;
@@ -67,6 +71,8 @@ inline DepthwiseGeometry depthwise_geometry(const DepthwiseConvShape& shape) {
   g.out_width = static_cast<int>(shape.out_width());
   g.pad_h = shape.pad_h;
   g.pad_w = shape.pad_w;
+  g.out_stride = static_cast<int>(shape.out_channels());
+  g.concatenate_input = shape.concatenate_input;
   g.channel_vectors = g.channels / kDepthwiseChannelsPerThread;
   g.groups_per_row = (g.out_width + outputs_per_group - 1) / outputs_per_group;
   g.groups = g.out_height * g.groups_per_row;
@@ -161,7 +167,8 @@ cudaError_t dispatch_depthwise(const Policy& act, const DepthwiseConvShape& shap
   const DepthwiseRange in_x{x, shape.samples * sample_bytes};
   const DepthwiseRange in_taps{taps, filter * filter * channels * sizeof(float)};
   const DepthwiseRange in_scale{scale, channels * sizeof(float)}, in_shift{shift, channels * sizeof(float)};
-  const DepthwiseRange out_y{y, shape.samples * shape.out_height() * shape.out_width() * channels * sizeof(T)};
+  const DepthwiseRange out_y{y,
+                            shape.samples * shape.out_height() * shape.out_width() * shape.out_channels() * sizeof(T)};
   const DepthwiseRange out_mean{with_mean ? mean : nullptr, with_mean ? shape.samples * channels * sizeof(T) : 0};
   const DepthwiseRange out_temp{temp_storage, needed};
   // Vectors of 4 elements of x, y and the mean, 16-byte vectors of the float parameters and of the

@@ -34,6 +34,8 @@ struct DepthwiseGeometry {
   int height, width, channels;
   int out_height, out_width;
   int pad_h, pad_w;
+  int out_stride;          // elements of y a position: channels, or 2 channels with the input before them
+  bool concatenate_input;  // y's first channels of a position are x's at that position (stride 1, same size)
   int channel_vectors;   // channels / 4
   int groups_per_row;    // output position groups of a row
   int groups;            // of a sample: out_height * groups_per_row
@@ -58,9 +60,9 @@ __device__ __forceinline__ void depthwise_store4(T* p, const T (&values)[4]) {
 }
 
 /// y = act(conv(x) * scale + shift) for one sample (blockIdx.y) and one run of its output position
-/// groups (blockIdx.x), K x K filters at stride S; with `sums`, also the block's sum of y per
-/// channel (as written, in T): into mean (times inverse_positions) when the sample has one block,
-/// else into block_sums[n][block][c].
+/// groups (blockIdx.x), K x K filters at stride S (with s.concatenate_input, x's own values before
+/// them at each position); with `sums`, also the block's sum of y per channel (as written, in T):
+/// into mean (times inverse_positions) when the sample has one block, else into block_sums[n][block][c].
 template <class T, int K, int S, class Policy>
 __global__ void __launch_bounds__(kDepthwiseBlockThreads)
     depthwise_conv_kernel(const T* __restrict__ x, const float* __restrict__ taps, const float* __restrict__ scale,
@@ -74,7 +76,8 @@ __global__ void __launch_bounds__(kDepthwiseBlockThreads)
   const int c0 = vector * kDepthwiseChannelsPerThread;
   const int n = static_cast<int>(blockIdx.y);
   const T* xs = x + static_cast<std::int64_t>(n) * s.height * s.width * s.channels + c0;
-  T* ys = y + static_cast<std::int64_t>(n) * s.out_height * s.out_width * s.channels + c0;
+  T* const y_sample = y + static_cast<std::int64_t>(n) * s.out_height * s.out_width * s.out_stride + c0;
+  T* ys = s.concatenate_input ? y_sample + s.channels : y_sample;
   float channel_scale[4], channel_shift[4];
   depthwise_load4(scale + c0, channel_scale);
   depthwise_load4(shift + c0, channel_shift);
@@ -130,7 +133,12 @@ __global__ void __launch_bounds__(kDepthwiseBlockThreads)
         out[j] = from_compute<T>(act(z));
         total[j] += static_cast<float>(to_compute(out[j]));
       }
-      depthwise_store4(ys + (static_cast<std::int64_t>(oh) * s.out_width + ow) * s.channels, out);
+      const std::int64_t position = static_cast<std::int64_t>(oh) * s.out_width + ow;
+      depthwise_store4(ys + position * s.out_stride, out);
+      if (s.concatenate_input) {  // the same position of x (stride 1, same size): its bits as they are
+        *reinterpret_cast<AlignedVector<T, 4>*>(y_sample + position * s.out_stride) =
+            *reinterpret_cast<const AlignedVector<T, 4>*>(xs + position * s.channels);
+      }
     }
   }
   if (!sums) return;  // the same for every thread of the launch

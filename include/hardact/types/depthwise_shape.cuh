@@ -14,7 +14,8 @@ namespace hardact {
 ///
 /// What hardact::depthwise_conv takes: kernel_size 3 or 5, stride 1 or 2, 0 <= pad_h, pad_w <
 /// kernel_size, channels a positive multiple of 4 up to 1024, an input at least as large as the
-/// filter once padded, under 2^31 elements a sample (input and output), at most 65535 samples.
+/// filter once padded, under 2^31 elements a sample (input and output), at most 65535 samples;
+/// with concatenate_input, stride 1 and an output of the input's height and width.
 struct DepthwiseConvShape {
   std::size_t samples = 0;   ///< N
   std::size_t height = 0;    ///< H of x
@@ -24,12 +25,18 @@ struct DepthwiseConvShape {
   int stride = 1;            ///< the same along H and W
   int pad_h = 0;             ///< rows of zeros above and below x
   int pad_w = 0;             ///< columns of zeros left and right of x
+  /// y holds 2 C channels a position: x's C, then the convolution's (torch.cat([x, conv(x)], 1),
+  /// a ghost module's concatenation, written by the convolution instead of a copy after it). For
+  /// stride 1 and an output of the input's size only (odd K, pad_h = pad_w = K / 2).
+  bool concatenate_input = false;
 
   /// Output rows, (H + 2 pad_h - K) / stride + 1; 0 where the padded input is smaller than the
   /// filter, or the stride or the padding is out of range.
   constexpr std::size_t out_height() const { return out_extent(height, pad_h); }
   /// Output columns, (W + 2 pad_w - K) / stride + 1; 0 as for out_height.
   constexpr std::size_t out_width() const { return out_extent(width, pad_w); }
+  /// Elements of y a position: channels, or 2 channels with concatenate_input.
+  constexpr std::size_t out_channels() const { return concatenate_input ? 2 * channels : channels; }
 
  private:
   constexpr std::size_t out_extent(std::size_t extent, int pad) const {

@@ -171,7 +171,7 @@ class FusedInvertedResidual(nn.Module):
         norm = self.norm2
         taps, scale, shift = self.depthwise_parameters()
         return _C._depthwise_conv_scale_shift_activation(y, taps, scale, shift, *spec, norm.activation, norm.min_val,
-                                                         norm.max_val, with_mean)
+                                                         norm.max_val, with_mean, False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self._one_call and not _is_compiling():

@@ -72,16 +72,22 @@ class _ConvolutionStage(nn.Module):
             self._kernel_key = key
         return self._kernel_parameters
 
-    def one_kernel(self, y: torch.Tensor, with_mean: bool) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    def one_kernel(self, y: torch.Tensor, with_mean: bool,
+                   concatenate: bool = False) -> tuple[torch.Tensor, torch.Tensor | None] | None:
         """The stage in one kernel, or None where it does not apply (FusedInvertedResidual.depthwise_stage's
-        conditions: _one_kernel_applies)."""
+        conditions: _one_kernel_applies). With `concatenate`, the kernel writes torch.cat([y, stage(y)], 1)
+        (a ghost module's halves) and the mean is the stage's; None unless the stage keeps y's size
+        (stride 1, padding kernel_size // 2)."""
         spec = self.filter
         if spec is None or not _one_kernel_applies(y, self.conv.weight, self._parameter_tensors()):
+            return None
+        kernel_size, stride, pad_h, pad_w = spec
+        if concatenate and not (stride == 1 and pad_h == pad_w == kernel_size // 2):
             return None
         norm = self.norm
         taps, scale, shift = self.kernel_parameters()
         return _C._depthwise_conv_scale_shift_activation(y, taps, scale, shift, *spec, norm.activation, norm.min_val,
-                                                         norm.max_val, with_mean)
+                                                         norm.max_val, with_mean, concatenate)
 
     def forward(self, y: torch.Tensor, with_mean: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
         fused = self.one_kernel(y, with_mean)
@@ -201,7 +207,8 @@ class FusedGhostBottleneck(nn.Module):
 
     The squeeze's mean m comes from the pass that writes its input: the depthwise stage's kernel, or,
     where the squeeze follows the first ghost module, its two halves' passes (the means concatenated,
-    (N, C)); after v2's attention, from y. The concatenation is the copy the original makes too. The
+    (N, C)); after v2's attention, from y. The concatenation is written by the cheap stage's kernel,
+    beside its own half, where that kernel applies; else it is the copy the original makes. The
     convolutions are the block's own modules (shared); the BatchNorms are folded (BatchNormActivation,
     frozen); GhostNet v3's branches are summed into one convolution per stage (_ReparameterisedStage).
     Against the original the results differ by rounding only (as FusedInvertedResidual's; RepGhost's
@@ -229,6 +236,11 @@ class FusedGhostBottleneck(nn.Module):
         """A ghost module's output and, where asked, its mean per (n, c) from the passes writing it."""
         primary, cheap = (self.primary1, self.cheap1) if first else (self.primary2, self.cheap2)
         x1, m1 = primary(x, with_mean and self.concatenate)
+        if self.concatenate:  # both halves written by the cheap stage's kernel where it applies
+            halves = cheap.one_kernel(x1, with_mean, concatenate=True)
+            if halves is not None:
+                y, m2 = halves
+                return y, (torch.cat([m1, m2], 1) if with_mean else None)
         x2, m2 = cheap(x1, with_mean)
         if not self.concatenate:
             return x2, m2

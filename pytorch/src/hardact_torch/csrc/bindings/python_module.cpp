@@ -333,12 +333,12 @@ int64_t int_argument(PyObject* object) {
 }
 
 /// _depthwise_conv_scale_shift_activation(x, taps, scale, shift, kernel_size, stride, pad_h, pad_w,
-/// activation, min_val, max_val, with_mean) -> (y, mean or None): fuse_blocks' depthwise stage
-/// (depthwise_conv.h); not an operator: inference only, never traced.
+/// activation, min_val, max_val, with_mean, concatenate_input) -> (y, mean or None): fuse_blocks'
+/// depthwise stage (depthwise_conv.h); not an operator: inference only, never traced.
 PyObject* depthwise_conv_scale_shift_activation(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
   constexpr const char* name = "_depthwise_conv_scale_shift_activation";
-  expect_arguments(name, nargs, 12);
+  expect_arguments(name, nargs, 13);
   const Tensor& x = tensor_argument(name, args[0], "torch.nn.functional.conv2d");
   const Tensor& taps = other_tensor_argument(name, args[1]);
   const Tensor& scale = other_tensor_argument(name, args[2]);
@@ -347,12 +347,13 @@ PyObject* depthwise_conv_scale_shift_activation(PyObject* /*module*/, PyObject* 
   const int64_t pad_h = int_argument(args[6]), pad_w = int_argument(args[7]);
   const c10::string_view activation = string_argument(args[8]);
   const double min_val = float_argument(args[9]), max_val = float_argument(args[10]);
-  const bool with_mean = bool_argument(args[11]);
+  const bool with_mean = bool_argument(args[11]), concatenate_input = bool_argument(args[12]);
   std::tuple<Tensor, Tensor> out;
   {
     const GilRelease no_gil;
     out = hardact_torch::depthwise_conv_scale_shift_activation(x, taps, scale, shift, kernel_size, stride, pad_h,
-                                                                pad_w, activation, min_val, max_val, with_mean);
+                                                                pad_w, activation, min_val, max_val, with_mean,
+                                                                concatenate_input);
   }
   if (!std::get<1>(out).defined()) {
     PyObject* y = THPVariable_Wrap(std::move(std::get<0>(out)));

@@ -45,7 +45,7 @@ void check_float_parameter(const char* what, const at::Tensor& p, const at::Tens
 std::tuple<at::Tensor, at::Tensor> depthwise_conv_scale_shift_activation(
     const at::Tensor& x, const at::Tensor& taps, const at::Tensor& scale, const at::Tensor& shift,
     int64_t kernel_size, int64_t stride, int64_t pad_h, int64_t pad_w, c10::string_view activation, double min_val,
-    double max_val, bool with_mean) {
+    double max_val, bool with_mean, bool concatenate_input) {
   constexpr const char* op = "_depthwise_conv_scale_shift_activation";
   TORCH_CHECK_VALUE(x.is_cuda() && x.dim() == 4, "hardact.", op, ": x must be a 4-D CUDA tensor");
   const at::ScalarType type = x.scalar_type();
@@ -71,12 +71,15 @@ std::tuple<at::Tensor, at::Tensor> depthwise_conv_scale_shift_activation(
   const int64_t out_width = (width + 2 * pad_w - kernel_size) / stride + 1;
   TORCH_CHECK_VALUE(height + 2 * pad_h >= kernel_size && width + 2 * pad_w >= kernel_size, "hardact.", op,
                     ": the padded input is smaller than the filter");
+  TORCH_CHECK_VALUE(!concatenate_input || (stride == 1 && out_height == height && out_width == width), "hardact.",
+                    op, ": concatenate_input needs stride 1 and an output of x's height and width");
+  const int64_t out_channels = concatenate_input ? 2 * channels : channels;
   TORCH_CHECK_VALUE(height * width * channels <= std::numeric_limits<int>::max() &&
-                        out_height * out_width * channels <= std::numeric_limits<int>::max() && samples <= 65535,
+                        out_height * out_width * out_channels <= std::numeric_limits<int>::max() && samples <= 65535,
                     "hardact.", op, ": a sample must hold under 2^31 elements, and N at most 65535");
 
   const c10::cuda::CUDAGuard guard(x.device());
-  at::Tensor y = at::empty({samples, channels, out_height, out_width},
+  at::Tensor y = at::empty({samples, out_channels, out_height, out_width},
                            x.options().memory_format(at::MemoryFormat::ChannelsLast));
   at::Tensor mean = with_mean ? at::empty({samples, channels}, x.options()) : at::Tensor();
   if (samples == 0) return {y, mean};
@@ -84,7 +87,7 @@ std::tuple<at::Tensor, at::Tensor> depthwise_conv_scale_shift_activation(
   const hardact::DepthwiseConvShape shape{static_cast<std::size_t>(samples), static_cast<std::size_t>(height),
                                           static_cast<std::size_t>(width), static_cast<std::size_t>(channels),
                                           static_cast<int>(kernel_size), static_cast<int>(stride),
-                                          static_cast<int>(pad_h), static_cast<int>(pad_w)};
+                                          static_cast<int>(pad_h), static_cast<int>(pad_w), concatenate_input};
   // The blocks' sums of the mean, where a sample takes several blocks: the launcher's temporary
   // storage, from PyTorch's caching allocator.
   const std::size_t temp_bytes = with_mean ? hardact::depthwise_conv_temp_storage_bytes(shape) : 0;
