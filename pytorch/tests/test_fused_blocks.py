@@ -20,7 +20,8 @@ every dtype, layout and activation; scale_shift_activation_mean's y bit for bit 
 and its mean against y's mean (sizes 7x7, 14x14, 1x1, 3x5, batch 1 and 4, NCHW, channels-last,
 3-D, gapped; empty inputs as torch.mean); output strides equal the fake kernels'; refusals;
 torch.library.opcheck; gradients against gradcheck (float64) and eager's autograd (float32); a CUDA
-graph capture; the float32 excitation's products (TF32 as cuDNN's setting says); the one-kernel
+graph capture; the float32 excitation's products (TF32 as cuDNN's setting says; a shape's cached
+cuBLASLt plan with each call's bias, from four threads); the one-kernel
 depthwise stage against float64 (odd sizes, every filter and stride it takes, its means, refusals,
 and a block taking it only without gradients); real networks
 rewritten (float32, TF32 off, both layouts): within 1e-4 of the original's largest output, bfloat16
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import re
+import threading
 
 import pytest
 import torch
@@ -668,6 +670,31 @@ def test_linear_activation(checks, generator) -> None:
                                           f"{what}, TF32: TF32's rounding (between 1e-5 and 1e-2)")
     finally:
         torch.backends.cuda.matmul.allow_tf32 = matmul_tf32
+    # The plan a shape's first call made serves the next ones: each call's own bias, from any thread.
+    x = torch.randn(8, 96, device="cuda", generator=generator)
+    weight = torch.randn(24, 96, device="cuda", generator=generator)
+    biases = [torch.randn(24, device="cuda", generator=generator) for _ in range(4)]
+    exact = [(x.double() @ weight.double().t() + b.double()).clamp_min(0) for b in biases]
+    for index in (0, 1, 0, 2):
+        difference = relative_difference(ha._C._linear_activation(x, weight, biases[index], True, False), exact[index])
+        checks.record("" if difference <= 1e-5 else f"relative difference {difference:.3g}",
+                      f"_linear_activation: a repeated shape with bias {index}")
+    failures = []
+
+    def calls(index: int) -> None:
+        for _ in range(50):
+            got = ha._C._linear_activation(x, weight, biases[index], True, False)
+            difference = relative_difference(got, exact[index])
+            if difference > 1e-5:
+                failures.append(f"thread {index}: relative difference {difference:.3g}")
+                return
+
+    threads = [threading.Thread(target=calls, args=(index,)) for index in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    checks.record("; ".join(failures), "_linear_activation: four threads, each with its own bias, 50 calls each")
     checks.record(raises(TypeError, lambda: ha._C._linear_activation(x.double(), weight.double(), None, False, False)),
                   "_linear_activation refuses float64")
     checks.record(raises(ValueError, lambda: ha._C._linear_activation(x, weight.t(), None, False, False)),

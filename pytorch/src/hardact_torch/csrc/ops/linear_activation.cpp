@@ -7,6 +7,10 @@
 // (torch.backends.cudnn.allow_tf32, on by default). Following cuDNN's setting per call keeps the
 // precision the convolutions had, at the cost of one kernel per product where the convolutions
 // took two or three (TUNING.md#package-fused-ops).
+//
+// The descriptors and the algorithm cuBLASLt's heuristic chose are kept per calling thread for each
+// shape, setting and alignment (a plan): a network calls the same few shapes over and over, and the
+// heuristic and six descriptors were host time on every call of an eager forward.
 
 #include "ops/linear_activation.h"
 
@@ -15,7 +19,11 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <cublasLt.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
 
 namespace hardact_torch {
 namespace {
@@ -54,6 +62,95 @@ std::uint32_t alignment_of(const void* pointer) {
   return alignment;
 }
 
+/// What a plan depends on: the device, the shape, the epilogue, the precision, the alignments the
+/// algorithm may assume and the workspace it may use.
+struct PlanKey {
+  int device;
+  std::int64_t m, n, k;
+  bool bias, relu, tf32;
+  std::uint32_t alignment_a, alignment_b, alignment_d;
+  std::size_t workspace_bytes;
+
+  bool operator==(const PlanKey& o) const {
+    return device == o.device && m == o.m && n == o.n && k == o.k && bias == o.bias && relu == o.relu &&
+           tf32 == o.tf32 && alignment_a == o.alignment_a && alignment_b == o.alignment_b &&
+           alignment_d == o.alignment_d && workspace_bytes == o.workspace_bytes;
+  }
+};
+
+struct PlanKeyHash {
+  std::size_t operator()(const PlanKey& key) const {
+    std::size_t h = std::hash<std::int64_t>{}(key.m);
+    const auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+    mix(std::hash<std::int64_t>{}(key.n));
+    mix(std::hash<std::int64_t>{}(key.k));
+    mix(static_cast<std::size_t>(key.device) << 8 | (key.bias ? 4u : 0u) | (key.relu ? 2u : 0u) | (key.tf32 ? 1u : 0u));
+    mix(static_cast<std::size_t>(key.alignment_a) << 32 | static_cast<std::size_t>(key.alignment_b) << 16 |
+        key.alignment_d);
+    mix(key.workspace_bytes);
+    return h;
+  }
+};
+
+/// The descriptors of one product and the algorithm the heuristic chose for them (none: ATen's).
+struct Plan {
+  MatmulDesc desc;
+  Layout a_layout, b_layout, d_layout;
+  cublasLtMatmulAlgo_t algo{};
+  bool found = false;
+};
+
+/// The plan for `key`, made on first use: descriptors, epilogue (with `bias_pointer` set, which
+/// every call sets again), layouts, and the heuristic's first algorithm.
+std::unique_ptr<Plan> make_plan(const PlanKey& key, const void* bias_pointer, cublasLtHandle_t handle) {
+  auto plan = std::make_unique<Plan>();
+  check_cublas(cublasLtMatmulDescCreate(plan->desc.out(), key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                                        CUDA_R_32F),
+               "cublasLtMatmulDescCreate");
+  const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
+  check_cublas(
+      cublasLtMatmulDescSetAttribute(plan->desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)),
+      "setting TRANSA");
+  check_cublas(cublasLtMatmulDescSetAttribute(plan->desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)),
+               "setting TRANSB");
+  cublasLtEpilogue_t epilogue = key.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT;
+  if (key.bias) {
+    epilogue = key.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    check_cublas(cublasLtMatmulDescSetAttribute(plan->desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
+                                                sizeof(bias_pointer)),
+                 "setting the bias");
+  }
+  check_cublas(
+      cublasLtMatmulDescSetAttribute(plan->desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
+      "setting the epilogue");
+  check_cublas(cublasLtMatrixLayoutCreate(plan->a_layout.out(), CUDA_R_32F, key.k, key.m, key.k), "the weight's layout");
+  check_cublas(cublasLtMatrixLayoutCreate(plan->b_layout.out(), CUDA_R_32F, key.k, key.n, key.k), "x's layout");
+  check_cublas(cublasLtMatrixLayoutCreate(plan->d_layout.out(), CUDA_R_32F, key.m, key.n, key.m), "the output's layout");
+
+  Preference preference;
+  check_cublas(cublasLtMatmulPreferenceCreate(preference.out()), "cublasLtMatmulPreferenceCreate");
+  check_cublas(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &key.workspace_bytes, sizeof(key.workspace_bytes)),
+               "setting the workspace");
+  const std::uint32_t alignments[] = {key.alignment_a, key.alignment_b, key.alignment_d, key.alignment_d};
+  const cublasLtMatmulPreferenceAttributes_t alignment_attributes[] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; ++i) {
+    check_cublas(cublasLtMatmulPreferenceSetAttribute(preference.get(), alignment_attributes[i], &alignments[i],
+                                                      sizeof(alignments[i])),
+                 "setting an alignment");
+  }
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  const cublasStatus_t searched = cublasLtMatmulAlgoGetHeuristic(
+      handle, plan->desc.get(), plan->a_layout.get(), plan->b_layout.get(), plan->d_layout.get(),
+      plan->d_layout.get(), preference.get(), 1, &heuristic, &found);
+  plan->found = searched == CUBLAS_STATUS_SUCCESS && found > 0;
+  if (plan->found) plan->algo = heuristic.algo;
+  return plan;
+}
+
 /// The same result through ATen, whose float32 products follow PyTorch's own TF32 setting: for
 /// shapes cuBLASLt has no algorithm for.
 at::Tensor aten_linear_activation(const at::Tensor& x, const at::Tensor& weight,
@@ -85,62 +182,29 @@ at::Tensor linear_activation(const at::Tensor& x, const at::Tensor& weight, cons
   at::Tensor bias_values;
   if (bias.has_value()) bias_values = bias->contiguous();
 
-  MatmulDesc desc;
-  check_cublas(cublasLtMatmulDescCreate(desc.out(), tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-                                        CUDA_R_32F),
-               "cublasLtMatmulDescCreate");
-  const cublasOperation_t transpose = CUBLAS_OP_T, keep = CUBLAS_OP_N;
-  check_cublas(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose)),
-               "setting TRANSA");
-  check_cublas(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, &keep, sizeof(keep)),
-               "setting TRANSB");
-  cublasLtEpilogue_t epilogue = relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT;
-  if (bias.has_value()) {
-    epilogue = relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-    const void* bias_pointer = bias_values.const_data_ptr();
-    check_cublas(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
+  const std::size_t workspace_bytes = at::cuda::getCUDABlasLtWorkspaceSize();
+  void* const workspace = at::cuda::getCUDABlasLtWorkspace();
+  const cublasLtHandle_t handle = at::cuda::getCurrentCUDABlasLtHandle();
+  const void* const bias_pointer = bias.has_value() ? bias_values.const_data_ptr() : nullptr;
+  const PlanKey key{static_cast<int>(x.get_device()), m, n, k, bias.has_value(), relu, tf32,
+                    alignment_of(a.const_data_ptr()), alignment_of(b.const_data_ptr()),
+                    alignment_of(out.const_data_ptr()), workspace_bytes};
+  // Per thread: a plan's bias pointer is set on its descriptor by each call.
+  thread_local std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
+  std::unique_ptr<Plan>& plan = plans[key];
+  if (plan == nullptr) plan = make_plan(key, bias_pointer, handle);
+  if (!plan->found) return aten_linear_activation(x, weight, bias, relu);
+  if (key.bias) {
+    check_cublas(cublasLtMatmulDescSetAttribute(plan->desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
                                                 sizeof(bias_pointer)),
                  "setting the bias");
   }
-  check_cublas(cublasLtMatmulDescSetAttribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
-               "setting the epilogue");
-
-  Layout a_layout, b_layout, d_layout;
-  check_cublas(cublasLtMatrixLayoutCreate(a_layout.out(), CUDA_R_32F, k, m, k), "the weight's layout");
-  check_cublas(cublasLtMatrixLayoutCreate(b_layout.out(), CUDA_R_32F, k, n, k), "x's layout");
-  check_cublas(cublasLtMatrixLayoutCreate(d_layout.out(), CUDA_R_32F, m, n, m), "the output's layout");
-
-  const std::size_t workspace_bytes = at::cuda::getCUDABlasLtWorkspaceSize();
-  void* const workspace = at::cuda::getCUDABlasLtWorkspace();
-  Preference preference;
-  check_cublas(cublasLtMatmulPreferenceCreate(preference.out()), "cublasLtMatmulPreferenceCreate");
-  check_cublas(cublasLtMatmulPreferenceSetAttribute(preference.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                    &workspace_bytes, sizeof(workspace_bytes)),
-               "setting the workspace");
-  const std::uint32_t alignments[] = {alignment_of(a.const_data_ptr()), alignment_of(b.const_data_ptr()),
-                                      alignment_of(out.const_data_ptr())};
-  const cublasLtMatmulPreferenceAttributes_t alignment_attributes[] = {
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-  for (int i = 0; i < 4; ++i) {
-    const std::uint32_t alignment = alignments[i < 3 ? i : 2];
-    check_cublas(cublasLtMatmulPreferenceSetAttribute(preference.get(), alignment_attributes[i], &alignment,
-                                                      sizeof(alignment)),
-                 "setting an alignment");
-  }
-
-  const cublasLtHandle_t handle = at::cuda::getCurrentCUDABlasLtHandle();
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  const cublasStatus_t searched =
-      cublasLtMatmulAlgoGetHeuristic(handle, desc.get(), a_layout.get(), b_layout.get(), d_layout.get(),
-                                     d_layout.get(), preference.get(), 1, &heuristic, &found);
-  if (searched != CUBLAS_STATUS_SUCCESS || found == 0) return aten_linear_activation(x, weight, bias, relu);
 
   const float one = 1.0f, zero = 0.0f;
-  check_cublas(cublasLtMatmul(handle, desc.get(), &one, a.const_data_ptr(), a_layout.get(), b.const_data_ptr(),
-                              b_layout.get(), &zero, out.data_ptr(), d_layout.get(), out.data_ptr(), d_layout.get(),
-                              &heuristic.algo, workspace, workspace_bytes, at::cuda::getCurrentCUDAStream()),
+  check_cublas(cublasLtMatmul(handle, plan->desc.get(), &one, a.const_data_ptr(), plan->a_layout.get(),
+                              b.const_data_ptr(), plan->b_layout.get(), &zero, out.data_ptr(), plan->d_layout.get(),
+                              out.data_ptr(), plan->d_layout.get(), &plan->algo, workspace, workspace_bytes,
+                              at::cuda::getCurrentCUDAStream()),
                "cublasLtMatmul");
   return out;
 }
