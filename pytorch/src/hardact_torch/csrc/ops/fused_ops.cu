@@ -332,9 +332,21 @@ struct GateLayout {
   at::Tensor values;
 };
 
-GateLayout gate_layout(const at::Tensor& x, const at::Tensor& gate, int64_t planes) {
-  return {x.is_contiguous(), static_cast<std::size_t>(planes), static_cast<std::size_t>(x.size(1)),
-          static_cast<std::size_t>(x.numel() / planes), gate.is_contiguous() ? gate : gate.reshape({planes}).contiguous()};
+/// A new tensor of x's layout written by launch(tag, layout, out, n, stream) on the current stream,
+/// x being NCHW-contiguous or channels-last-like; empty x launches nothing.
+template <typename Launch>
+at::Tensor launch_with_gate(const char* op_name, const at::Tensor& x, const at::Tensor& gate, int64_t planes,
+                            Launch&& launch) {
+  at::Tensor out = at::empty_like(x);
+  const std::size_t n = static_cast<std::size_t>(x.numel());
+  if (n == 0) return out;
+  const GateLayout layout{x.is_contiguous(), static_cast<std::size_t>(planes), static_cast<std::size_t>(x.size(1)),
+                          n / static_cast<std::size_t>(planes),
+                          gate.is_contiguous() ? gate : gate.reshape({planes}).contiguous()};
+  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
+  check_launch(op_name, with_element_type(op_name, x.scalar_type(),
+                                          [&](auto tag) { return launch(tag, layout, out, n, stream); }));
+  return out;
 }
 
 at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
@@ -362,17 +374,12 @@ at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
     const at::Tensor scale = at::hardsigmoid(gate.reshape(gate_shape).to(at::kFloat));
     return at::mul_out(out, x, scale);
   }
-  at::Tensor out = at::empty_like(x);
-  const std::size_t n = static_cast<std::size_t>(x.numel());
-  if (n == 0) return out;
-  const GateLayout g = gate_layout(x, gate, planes);
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
-  check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
-                 using T = typename decltype(tag)::type;
-                 return launch_hardsigmoid_gate<T>(data_of<T>(x), data_of<T>(g.values), g.nchw, g.planes, g.channels,
-                                                   g.positions, mutable_data_of<T>(out), n, stream);
-               }));
-  return out;
+  return launch_with_gate(kName, x, gate, planes, [&](auto tag, const GateLayout& g, at::Tensor& out, std::size_t n,
+                                                      cudaStream_t stream) {
+    using T = typename decltype(tag)::type;
+    return launch_hardsigmoid_gate<T>(data_of<T>(x), data_of<T>(g.values), g.nchw, g.planes, g.channels, g.positions,
+                                      mutable_data_of<T>(out), n, stream);
+  });
 }
 
 }  // namespace
@@ -389,18 +396,12 @@ at::Tensor hardact_torch::gated_activation(const at::Tensor& x, const at::Tensor
   TORCH_CHECK_VALUE(x.is_contiguous() || channels_last_like(x), "hardact::", kName,
                     ": x must be NCHW-contiguous or channels-last");
   const c10::cuda::CUDAGuard device_guard(x.device());
-  at::Tensor out = at::empty_like(x);
-  const std::size_t n = static_cast<std::size_t>(x.numel());
-  if (n == 0) return out;
-  const GateLayout g = gate_layout(x, gate, planes);
-  const cudaStream_t stream = at::cuda::getCurrentCUDAStream(x.device().index());
-  check_launch(kName, with_element_type(kName, x.scalar_type(), [&](auto tag) {
-                 using T = typename decltype(tag)::type;
-                 return launch_gated_activation<T>(activation, min_val, max_val, data_of<T>(x), data_of<T>(g.values),
-                                                   g.nchw, g.planes, g.channels, g.positions, mutable_data_of<T>(out),
-                                                   n, stream);
-               }));
-  return out;
+  return launch_with_gate(kName, x, gate, planes, [&](auto tag, const GateLayout& g, at::Tensor& out, std::size_t n,
+                                                      cudaStream_t stream) {
+    using T = typename decltype(tag)::type;
+    return launch_gated_activation<T>(activation, min_val, max_val, data_of<T>(x), data_of<T>(g.values), g.nchw,
+                                      g.planes, g.channels, g.positions, mutable_data_of<T>(out), n, stream);
+  });
 }
 
 TORCH_LIBRARY_FRAGMENT(hardact, m) {
