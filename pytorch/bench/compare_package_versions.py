@@ -71,6 +71,8 @@ def build_network(name: str, seed: int):
 def depthwise_digests(ha) -> dict[str, str]:
     import torch
     op = ha._C._depthwise_conv_scale_shift_activation
+    # A build whose stage can also write x before its output takes that choice last: off here.
+    choice = (False,) if "concatenate_input" in (op.__doc__ or "") else ()
     generator = torch.Generator(device="cuda").manual_seed(7)
     out = {}
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
@@ -85,7 +87,7 @@ def depthwise_digests(ha) -> dict[str, str]:
                     for activation in DEPTHWISE_ACTIVATIONS:
                         for with_mean in (False, True):
                             y, mean = op(x, taps, scale, shift, k, stride, k // 2, k // 2, activation, -0.5, 2.0,
-                                         with_mean)
+                                         with_mean, *choice)
                             key = f"{str(dtype)[6:]} k{k} s{stride} {samples}x{channels}x{height}x{width} " \
                                   f"{activation}{' mean' if with_mean else ''}"
                             out[key] = digest(y, mean if with_mean else None)

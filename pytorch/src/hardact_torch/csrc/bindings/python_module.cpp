@@ -611,8 +611,9 @@ PyMethodDef methods[] = {
              "TF32 products where tf32; inference only"),
     fastcall("_depthwise_conv_scale_shift_activation", depthwise_conv_scale_shift_activation,
              "_depthwise_conv_scale_shift_activation(x, taps, scale, shift, kernel_size, stride, pad_h, pad_w, "
-             "activation, min_val, max_val, with_mean) -> (y, mean or None): act(depthwise_conv(x) * scale + shift) "
-             "for channels-last x, and y's mean per (n, c); inference only"),
+             "activation, min_val, max_val, with_mean, concatenate_input) -> (y, mean or None): "
+             "act(depthwise_conv(x) * scale + shift) for channels-last x, after a copy of x where concatenate_input, "
+             "and y's mean per (n, c); inference only"),
     fastcall("_gated_activation", gated_activation,
              "_gated_activation(x, gate, activation, min_val, max_val) -> Tensor: act(x * gate[n, c]) for NCHW or "
              "channels-last x; inference only"),
