@@ -71,8 +71,6 @@ inline DepthwiseGeometry depthwise_geometry(const DepthwiseConvShape& shape) {
   g.out_width = static_cast<int>(shape.out_width());
   g.pad_h = shape.pad_h;
   g.pad_w = shape.pad_w;
-  g.out_stride = static_cast<int>(shape.out_channels());
-  g.concatenate_input = shape.concatenate_input;
   g.channel_vectors = g.channels / kDepthwiseChannelsPerThread;
   g.groups_per_row = (g.out_width + outputs_per_group - 1) / outputs_per_group;
   g.groups = g.out_height * g.groups_per_row;
@@ -135,8 +133,9 @@ template <class T>
 inline constexpr bool kDepthwiseElementType = cuda::std::is_same_v<T, float> || cuda::std::is_same_v<T, __half> ||
                                               cuda::std::is_same_v<T, __nv_bfloat16>;
 
-/// The convolution kernel for K x K filters at stride S on `stream`.
-template <class T, int K, int S, class Policy>
+/// The convolution kernel for K x K filters at stride S on `stream`, x before its output in y where
+/// ConcatenateInput.
+template <class T, int K, int S, bool ConcatenateInput, class Policy>
 cudaError_t launch_depthwise_kernel(const Policy& act, const DepthwiseGeometry& geometry, int blocks,
                                     std::size_t samples, cudaStream_t stream, const T* x, const float* taps,
                                     const float* scale, const float* shift, T* y, float* block_sums, T* mean,
@@ -145,8 +144,8 @@ cudaError_t launch_depthwise_kernel(const Policy& act, const DepthwiseGeometry& 
   config.gridDim = dim3(static_cast<unsigned>(blocks), static_cast<unsigned>(samples));
   config.blockDim = dim3(static_cast<unsigned>(geometry.lanes * geometry.channel_vectors));
   config.stream = stream;
-  return cudaLaunchKernelEx(&config, depthwise_conv_kernel<T, K, S, Policy>, x, taps, scale, shift, y, block_sums,
-                            mean, geometry, act, mean != nullptr, inverse_positions);
+  return cudaLaunchKernelEx(&config, depthwise_conv_kernel<T, K, S, ConcatenateInput, Policy>, x, taps, scale, shift,
+                            y, block_sums, mean, geometry, act, mean != nullptr, inverse_positions);
 }
 
 /// The launch contract of hardact::depthwise_conv, then the launches. `with_mean`: the overload
@@ -221,8 +220,9 @@ cudaError_t dispatch_depthwise(const Policy& act, const DepthwiseConvShape& shap
   const float inverse_positions =
       static_cast<float>(1.0 / static_cast<double>(shape.out_height() * shape.out_width()));
   cudaError_t status = cudaSuccess;
-  const auto launch = [&](auto kernel_size, auto stride) {
-    return launch_depthwise_kernel<T, decltype(kernel_size)::value, decltype(stride)::value>(
+  const auto launch = [&](auto kernel_size, auto stride, auto concatenate_input) {
+    return launch_depthwise_kernel<T, decltype(kernel_size)::value, decltype(stride)::value,
+                                   decltype(concatenate_input)::value>(
         act, geometry, blocks, shape.samples, stream, x, taps, scale, shift, y, block_sums, mean_out,
         inverse_positions);
   };
@@ -230,10 +230,14 @@ cudaError_t dispatch_depthwise(const Policy& act, const DepthwiseConvShape& shap
   using Five = cuda::std::integral_constant<int, 5>;
   using One = cuda::std::integral_constant<int, 1>;
   using Two = cuda::std::integral_constant<int, 2>;
-  if (shape.kernel_size == 3) {
-    status = shape.stride == 1 ? launch(Three{}, One{}) : launch(Three{}, Two{});
+  using Plain = cuda::std::false_type;
+  using Concatenated = cuda::std::true_type;  // stride 1 only (check_depthwise_shape)
+  if (shape.concatenate_input) {
+    status = shape.kernel_size == 3 ? launch(Three{}, One{}, Concatenated{}) : launch(Five{}, One{}, Concatenated{});
+  } else if (shape.kernel_size == 3) {
+    status = shape.stride == 1 ? launch(Three{}, One{}, Plain{}) : launch(Three{}, Two{}, Plain{});
   } else {
-    status = shape.stride == 1 ? launch(Five{}, One{}) : launch(Five{}, Two{});
+    status = shape.stride == 1 ? launch(Five{}, One{}, Plain{}) : launch(Five{}, Two{}, Plain{});
   }
   if (status != cudaSuccess || block_sums == nullptr) return status;
 

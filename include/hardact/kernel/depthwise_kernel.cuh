@@ -34,8 +34,6 @@ struct DepthwiseGeometry {
   int height, width, channels;
   int out_height, out_width;
   int pad_h, pad_w;
-  int out_stride;          // elements of y a position: channels, or 2 channels with the input before them
-  bool concatenate_input;  // y's first channels of a position are x's at that position (stride 1, same size)
   int channel_vectors;   // channels / 4
   int groups_per_row;    // output position groups of a row
   int groups;            // of a sample: out_height * groups_per_row
@@ -60,24 +58,28 @@ __device__ __forceinline__ void depthwise_store4(T* p, const T (&values)[4]) {
 }
 
 /// y = act(conv(x) * scale + shift) for one sample (blockIdx.y) and one run of its output position
-/// groups (blockIdx.x), K x K filters at stride S (with s.concatenate_input, x's own values before
-/// them at each position); with `sums`, also the block's sum of y per channel (as written, in T):
-/// into mean (times inverse_positions) when the sample has one block, else into block_sums[n][block][c].
-template <class T, int K, int S, class Policy>
+/// groups (blockIdx.x), K x K filters at stride S (with ConcatenateInput, stride 1 and the same size,
+/// x's own values before them at each position: 2 C elements of y a position); with `sums`, also the
+/// block's sum of the convolution's output per channel (as written, in T): into mean (times
+/// inverse_positions) when the sample has one block, else into block_sums[n][block][c]. A template
+/// argument, not a field of s: a runtime stride and branch cost the plain stage (TUNING.md#depthwise-stage).
+template <class T, int K, int S, bool ConcatenateInput, class Policy>
 __global__ void __launch_bounds__(kDepthwiseBlockThreads)
     depthwise_conv_kernel(const T* __restrict__ x, const float* __restrict__ taps, const float* __restrict__ scale,
                           const float* __restrict__ shift, T* __restrict__ y, float* __restrict__ block_sums,
                           T* __restrict__ mean, DepthwiseGeometry s, Policy act, bool sums, float inverse_positions) {
   constexpr int kOutputs = S == 1 ? 4 : 2;  // output positions a thread computes per group
   constexpr int kColumns = (kOutputs - 1) * S + K;
+  static_assert(!ConcatenateInput || S == 1, "hardact: the input is concatenated to a stride-1 output only");
   allow_dependent_launch();  // depthwise_add_block_sums_kernel waits for this grid itself
   const int vector = static_cast<int>(threadIdx.x) % s.channel_vectors;
   const int lane = static_cast<int>(threadIdx.x) / s.channel_vectors;
   const int c0 = vector * kDepthwiseChannelsPerThread;
   const int n = static_cast<int>(blockIdx.y);
   const T* xs = x + static_cast<std::int64_t>(n) * s.height * s.width * s.channels + c0;
-  T* const y_sample = y + static_cast<std::int64_t>(n) * s.out_height * s.out_width * s.out_stride + c0;
-  T* ys = s.concatenate_input ? y_sample + s.channels : y_sample;
+  const int out_stride = ConcatenateInput ? 2 * s.channels : s.channels;  // elements of y a position
+  T* const y_sample = y + static_cast<std::int64_t>(n) * s.out_height * s.out_width * out_stride + c0;
+  T* ys = ConcatenateInput ? y_sample + s.channels : y_sample;
   float channel_scale[4], channel_shift[4];
   depthwise_load4(scale + c0, channel_scale);
   depthwise_load4(shift + c0, channel_shift);
@@ -134,9 +136,9 @@ __global__ void __launch_bounds__(kDepthwiseBlockThreads)
         total[j] += static_cast<float>(to_compute(out[j]));
       }
       const std::int64_t position = static_cast<std::int64_t>(oh) * s.out_width + ow;
-      depthwise_store4(ys + position * s.out_stride, out);
-      if (s.concatenate_input) {  // the same position of x (stride 1, same size): its bits as they are
-        *reinterpret_cast<AlignedVector<T, 4>*>(y_sample + position * s.out_stride) =
+      depthwise_store4(ys + position * out_stride, out);
+      if constexpr (ConcatenateInput) {  // the same position of x: its bits as they are
+        *reinterpret_cast<AlignedVector<T, 4>*>(y_sample + position * out_stride) =
             *reinterpret_cast<const AlignedVector<T, 4>*>(xs + position * s.channels);
       }
     }
