@@ -71,7 +71,9 @@ setup(
             # In the order they were linked before csrc/ had folders (static registrations run in it).
             sources=[f"{CSRC}/{source}" for source in (
                 "ops/ops.cu", "ops/fused_ops.cu", "launch/fused_launch_float.cu", "launch/fused_launch_double.cu",
-                "launch/fused_launch_half.cu", "launch/fused_launch_bfloat16.cu", "testing/test_hooks.cu",
+                "launch/fused_launch_half.cu", "launch/fused_launch_bfloat16.cu",
+                "launch/fused_launch_half_float_parameters.cu", "launch/fused_launch_bfloat16_float_parameters.cu",
+                "testing/test_hooks.cu",
                 "ops/autograd.cpp", "ops/fused_autograd.cpp", "ops/linear_activation.cpp", "ops/depthwise_conv.cu",
                 "ops/fused_block_forward.cpp", "bindings/python_module.cpp")],
             include_dirs=[hardact_include_dir(), str(HERE / CSRC)],

@@ -1,4 +1,4 @@
-// Definitions of fused_launch.h's launches, included only by the fused_launch_<type>.cu files.
+// Definitions of fused_launch.h's launches, included only by the fused_launch_*.cu files.
 #pragma once
 
 #include "launch/fused_launch.h"

@@ -1,6 +1,6 @@
-// The fused operators' launches, one explicit instantiation per element type in its own
-// translation unit (fused_launch_<type>.cu), so that a parallel build compiles the four types at
-// once: in one file they were the package build's longest compile.
+// The fused operators' launches, explicitly instantiated in one translation unit per element type
+// and, for half and bfloat16, per parameter type (fused_launch_<type>[_float_parameters].cu), so
+// that a parallel build compiles them at once: each pair is a long compile (TUNING.md#build-time).
 #pragma once
 
 #include "launch/fused_activation.h"

@@ -1,8 +1,8 @@
-// The fused operators' launches for half tensors (fused_launch.h says why one file per type).
+// The fused operators' launches for half tensors with half parameters (fused_launch.h says why
+// one file per element and parameter type).
 #include "launch/fused_launch.cuh"
 
 using hardact_torch::FusedActivation;
 
-HARDACT_TORCH_INSTANTIATE_SCALE_SHIFT(__half, float)
 HARDACT_TORCH_INSTANTIATE_SCALE_SHIFT(__half, __half)
 HARDACT_TORCH_INSTANTIATE_FUSED(__half)
