@@ -10,7 +10,9 @@
 //
 // The descriptors and the algorithm cuBLASLt's heuristic chose are kept per calling thread for each
 // shape, setting and alignment (a plan): a network calls the same few shapes over and over, and the
-// heuristic and six descriptors were host time on every call of an eager forward.
+// heuristic and six descriptors were host time on every call of an eager forward. A thread keeps at
+// most max_plans_per_thread of them: a server fed ever new batch sizes would otherwise grow the map
+// without end; past the bound the thread's plans are dropped and made again as shapes come back.
 
 #include "ops/linear_activation.h"
 
@@ -100,8 +102,17 @@ struct Plan {
   bool found = false;
 };
 
-/// The plan for `key`, made on first use: descriptors, epilogue (with `bias_pointer` set, which
-/// every call sets again), layouts, and the heuristic's first algorithm.
+constexpr std::size_t max_plans_per_thread = 256;
+
+/// Points the plan's bias epilogue at this call's bias (the plan outlives the tensor it was made with).
+void set_bias(const Plan& plan, const void* bias_pointer) {
+  check_cublas(cublasLtMatmulDescSetAttribute(plan.desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
+                                              sizeof(bias_pointer)),
+               "setting the bias");
+}
+
+/// The plan for `key`, made on first use: descriptors, epilogue (its bias pointer set to this call's,
+/// for the heuristic to see), layouts, and the heuristic's first algorithm.
 std::unique_ptr<Plan> make_plan(const PlanKey& key, const void* bias_pointer, cublasLtHandle_t handle) {
   auto plan = std::make_unique<Plan>();
   check_cublas(cublasLtMatmulDescCreate(plan->desc.out(), key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
@@ -116,9 +127,7 @@ std::unique_ptr<Plan> make_plan(const PlanKey& key, const void* bias_pointer, cu
   cublasLtEpilogue_t epilogue = key.relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT;
   if (key.bias) {
     epilogue = key.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
-    check_cublas(cublasLtMatmulDescSetAttribute(plan->desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
-                                                sizeof(bias_pointer)),
-                 "setting the bias");
+    set_bias(*plan, bias_pointer);
   }
   check_cublas(
       cublasLtMatmulDescSetAttribute(plan->desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
@@ -191,19 +200,20 @@ at::Tensor linear_activation(const at::Tensor& x, const at::Tensor& weight, cons
                     alignment_of(out.const_data_ptr()), workspace_bytes};
   // Per thread: a plan's bias pointer is set on its descriptor by each call.
   thread_local std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
-  std::unique_ptr<Plan>& plan = plans[key];
-  if (plan == nullptr) plan = make_plan(key, bias_pointer, handle);
-  if (!plan->found) return aten_linear_activation(x, weight, bias, relu);
-  if (key.bias) {
-    check_cublas(cublasLtMatmulDescSetAttribute(plan->desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_pointer,
-                                                sizeof(bias_pointer)),
-                 "setting the bias");
+  auto entry = plans.find(key);
+  if (entry == plans.end()) {
+    if (plans.size() >= max_plans_per_thread) plans.clear();
+    entry = plans.emplace(key, make_plan(key, bias_pointer, handle)).first;
+  } else if (key.bias && entry->second->found) {
+    set_bias(*entry->second, bias_pointer);
   }
+  const Plan& plan = *entry->second;
+  if (!plan.found) return aten_linear_activation(x, weight, bias, relu);
 
   const float one = 1.0f, zero = 0.0f;
-  check_cublas(cublasLtMatmul(handle, plan->desc.get(), &one, a.const_data_ptr(), plan->a_layout.get(),
-                              b.const_data_ptr(), plan->b_layout.get(), &zero, out.data_ptr(), plan->d_layout.get(),
-                              out.data_ptr(), plan->d_layout.get(), &plan->algo, workspace, workspace_bytes,
+  check_cublas(cublasLtMatmul(handle, plan.desc.get(), &one, a.const_data_ptr(), plan.a_layout.get(),
+                              b.const_data_ptr(), plan.b_layout.get(), &zero, out.data_ptr(), plan.d_layout.get(),
+                              out.data_ptr(), plan.d_layout.get(), &plan.algo, workspace, workspace_bytes,
                               at::cuda::getCurrentCUDAStream()),
                "cublasLtMatmul");
   return out;
