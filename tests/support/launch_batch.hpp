@@ -161,6 +161,7 @@ class LaunchBatch {
   /// The first byte in [begin, end) (arena offsets) that differs between the two images, or `end`.
   static std::size_t first_difference(const unsigned char* before, const unsigned char* after, std::size_t begin,
                                       std::size_t end) {
+    if (begin >= end || std::memcmp(before + begin, after + begin, end - begin) == 0) return end;  // the usual case, fast
     for (std::size_t i = begin; i < end; ++i)
       if (before[i] != after[i]) return i;
     return end;

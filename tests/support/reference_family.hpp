@@ -151,7 +151,9 @@ inline constexpr bool is_narrow = !std::is_same_v<T, float> && !std::is_same_v<T
 /// Exact value of any element type, as a double.
 template <class T>
 double value_of(T x) {
-  if constexpr (is_narrow<T>) {
+  if constexpr (is_16bit_float<T>) {
+    return static_cast<double>(widen_16bit(x));  // MiniFormat::decode's value, faster (support/bits.hpp)
+  } else if constexpr (is_narrow<T>) {
     return narrow_format<T>::value.decode(to_bits(x));
   } else {
     return static_cast<double>(x);
@@ -161,6 +163,10 @@ double value_of(T x) {
 /// `value` (a float or double value) rounded once into T; fp8 saturates, as hardact converts.
 template <class T>
 T round_to(double value, Overflow overflow = Overflow::Saturate) {
+  if constexpr (is_16bit_float<T>) {
+    std::uint16_t pattern;  // MiniFormat::encode's result, faster where it is simple (support/bits.hpp)
+    if (nearest_16bit_pattern<T>(value, pattern)) return from_bits<T>(pattern);
+  }
   if constexpr (is_narrow<T>) {
     const bool ieee_overflow = !std::is_same_v<T, __nv_fp8_e4m3> && !std::is_same_v<T, __nv_fp8_e5m2>;
     const std::uint32_t bits = narrow_format<T>::value.encode(value, ieee_overflow ? Overflow::ToInfinity : overflow);

@@ -99,13 +99,11 @@ struct TypeNames {
   }
 };
 
-/// `value` rounded to nearest-even in T (host conversions, no flush-to-zero).
+/// `value` rounded to nearest-even in T (no flush-to-zero).
 template <class T>
 T from_double(double value) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return __double2half(value);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __double2bfloat16(value);
+  if constexpr (is_16bit_float<T>) {
+    return nearest_16bit<T>(value);
   } else {
     return static_cast<T>(value);
   }
