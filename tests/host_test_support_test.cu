@@ -36,21 +36,17 @@ struct SixteenBitNames {
 };
 TYPED_TEST_SUITE(HostTestSupport, SixteenBitTypes, SixteenBitNames);
 
-template <class T>
-std::uint16_t cuda_nearest(double value) {
-  if constexpr (std::is_same_v<T, __half>) {
+/// CUDA's host rounding of a double or a float into T.
+template <class T, class From>
+std::uint16_t cuda_nearest(From value) {
+  if constexpr (std::is_same_v<T, __half> && std::is_same_v<From, float>) {
+    return to_bits(__float2half_rn(value));
+  } else if constexpr (std::is_same_v<T, __half>) {
     return to_bits(__double2half(value));
+  } else if constexpr (std::is_same_v<From, float>) {
+    return to_bits(__float2bfloat16_rn(value));
   } else {
     return to_bits(__double2bfloat16(value));
-  }
-}
-
-template <class T>
-std::uint16_t cuda_nearest_from_float(float value) {
-  if constexpr (std::is_same_v<T, __half>) {
-    return to_bits(__float2half_rn(value));
-  } else {
-    return to_bits(__float2bfloat16_rn(value));
   }
 }
 
@@ -69,9 +65,9 @@ template <class T>
                                          << describe(from_bits<T>(static_cast<std::uint16_t>(encoded)));
   }
   const float narrow = static_cast<float>(value);
-  if (static_cast<double>(narrow) == value && cuda_nearest_from_float<T>(narrow) != ours) {
+  if (static_cast<double>(narrow) == value && cuda_nearest<T>(narrow) != ours) {
     return ::testing::AssertionFailure() << describe(value) << " as a float: CUDA rounds to "
-                                         << describe(from_bits<T>(cuda_nearest_from_float<T>(narrow))) << ", we to "
+                                         << describe(from_bits<T>(cuda_nearest<T>(narrow))) << ", we to "
                                          << describe(from_bits<T>(ours));
   }
   return ::testing::AssertionSuccess();
