@@ -1,6 +1,6 @@
 // Broadcast operands through the launchers on the device, in float, double, half and bfloat16:
 //  - layouts: a row-major bias per_channel(b, C) (inner 1, also channels-last), NCHW
-//    per_channel(v, C, HW) with HW a multiple of the vector width and not (1, 49, 64, 3136), a
+//    per_channel(v, C, HW) with HW a multiple of the vector width and not (1, 49, 64, 196, 3136), a
 //    per-(n, c) gate per_channel(g, N * C, HW), a channels-last per-(n, c) gate
 //    per_sample_channel(g, C, HW) (a SampleBroadcast), over device_family.hpp's sweep of sizes;
 //  - broadcast shapes beyond the array (inner past n, a period longer than n);
@@ -76,20 +76,22 @@ TYPED_TEST(DeviceBroadcast, RowMajorBias) {
 }
 
 // NCHW folded BatchNorm: scale_shift_activation with per_channel(s, C, HW) and per_channel(t, C, HW),
-// HW a multiple of every vector width (64, 3136 = 56 x 56) and not (1, 49).
+// HW a multiple of every vector width (64, 3136 = 56 x 56) and not (1, 49; 196 = 14 x 14, which
+// 16-bit calls take in vectors of half their width).
 TYPED_TEST(DeviceBroadcast, NchwScaleShift) {
   HARDACT_REQUIRE_DEVICE();
   using T = TypeParam;
   const auto op = hardact::scale_shift_activation(hardact::HardSwish{});
   for (const std::size_t n : sweep_sizes()) {
-    for (const std::size_t hw : {std::size_t{1}, std::size_t{49}, std::size_t{64}, std::size_t{3136}}) {
+    for (const std::size_t hw :
+         {std::size_t{1}, std::size_t{49}, std::size_t{64}, std::size_t{196}, std::size_t{3136}}) {
       if (n > (std::size_t{1} << 17) && hw != 49) continue;
       SCOPED_TRACE("C 5, HW " + std::to_string(hw));
       check_call<T>(op, n, full_input<T>(n, n + 3), channel_input<T>(5, hw, hw), channel_input<T>(5, hw, hw + 1));
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
-  const std::size_t shapes[][3] = {{2, 3, 3136}, {4, 32, 49}, {3, 64, 1}, {2, 8, 64}, {8, 64, 3136}};
+  const std::size_t shapes[][3] = {{2, 3, 3136}, {4, 32, 49}, {3, 64, 1}, {2, 8, 64}, {8, 64, 3136}, {3, 24, 196}};
   for (const auto& shape : shapes) {
     const std::size_t n = shape[0] * shape[1] * shape[2];
     if (family::quick_mode() && n > 100000) continue;
@@ -106,7 +108,7 @@ TYPED_TEST(DeviceBroadcast, PerSampleChannelGate) {
   HARDACT_REQUIRE_DEVICE();
   using T = TypeParam;
   for (const std::size_t n : sweep_sizes()) {
-    for (const std::size_t hw : {std::size_t{1}, std::size_t{8}, std::size_t{49}, std::size_t{3136}}) {
+    for (const std::size_t hw : {std::size_t{1}, std::size_t{8}, std::size_t{49}, std::size_t{196}, std::size_t{3136}}) {
       if (n > (std::size_t{1} << 17) && hw != 3136) continue;
       SCOPED_TRACE("N * C 48, HW " + std::to_string(hw));
       check_call<T>(hardact::HardSigmoidGate{}, n, full_input<T>(n, n + 11), channel_input<T>(48, hw, 3 * hw));

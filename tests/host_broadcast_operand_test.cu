@@ -14,6 +14,7 @@
 
 #include <hardact/hardact.cuh>
 
+#include <cuda/std/tuple>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -328,6 +329,39 @@ TEST(HostBroadcastOperand, ChooseAccessOnlyWhereEveryVectorFitsIt) {
   check_access_choices<std::uint16_t, 8>();
   check_access_choices<std::uint16_t, 16>();
   check_access_choices<std::uint8_t, 16>();
+}
+
+// half_width_keeps_runs: the direct path takes half its width only where that makes some operand's
+// vectors runs that were not (a 16-bit NCHW 14 x 14 plane: runs of 196, whole vectors of 4, not 8),
+// never below 8 bytes a vector, and only from a begin on the half width's grid.
+TEST(HostBroadcastOperand, HalfWidthOnlyWhereItMakesRuns) {
+  using hardact::detail::half_width_keeps_runs;
+  alignas(16) static float storage[64];
+  const float* const values = storage;
+  const std::size_t n = std::size_t{64} * 672 * 196;
+  const auto prepared = [&](std::size_t inner, std::size_t period) {
+    return hardact::detail::prepare_broadcast(hardact::per_channel(values, period, inner), n);
+  };
+  const auto plane196 = cuda::std::make_tuple(prepared(196, 672), prepared(196, 672));
+  EXPECT_TRUE((half_width_keeps_runs<8, 2>(plane196, 0)));
+  EXPECT_TRUE((half_width_keeps_runs<8, 2>(plane196, 4)));   // off the grid of 8, on the grid of 4
+  EXPECT_FALSE((half_width_keeps_runs<8, 2>(plane196, 2)));  // off both
+  EXPECT_FALSE((half_width_keeps_runs<4, 2>(cuda::std::make_tuple(prepared(98, 672)), 0)));  // 4-byte vectors
+  EXPECT_TRUE((half_width_keeps_runs<4, 4>(cuda::std::make_tuple(prepared(98, 672)), 0)));   // float 7 x 14
+  EXPECT_FALSE((half_width_keeps_runs<4, 4>(cuda::std::make_tuple(prepared(196, 672)), 0)));  // already runs
+  EXPECT_TRUE((half_width_keeps_runs<2, 8>(cuda::std::make_tuple(prepared(49, 960)), 0)));    // double 7 x 7
+  EXPECT_FALSE((half_width_keeps_runs<8, 2>(cuda::std::make_tuple(prepared(49, 960)), 0)));   // 49 is odd
+  EXPECT_FALSE((half_width_keeps_runs<8, 2>(cuda::std::make_tuple(prepared(3136, 96)), 0)));  // whole vectors of 8
+  EXPECT_FALSE((half_width_keeps_runs<8, 2>(cuda::std::make_tuple(prepared(1, 96)), 0)));     // contiguous
+  EXPECT_FALSE((half_width_keeps_runs<8, 2>(cuda::std::make_tuple(prepared(2, 96)), 0)));     // runs under a vector
+  // One operand gaining is enough; the others keep what they had.
+  EXPECT_TRUE((half_width_keeps_runs<8, 2>(cuda::std::make_tuple(prepared(3136, 96), prepared(196, 672)), 0)));
+  EXPECT_TRUE((half_width_keeps_runs<8, 2>(cuda::std::make_tuple(prepared(1, 96), prepared(100, 240)), 0)));
+  EXPECT_FALSE((half_width_keeps_runs<8, 2>(cuda::std::tuple<>{}, 0)));
+  // A per-(n, c) gate of channels-last samples (a SampleBroadcast over 14 x 14 positions) is
+  // contiguous, not a run: nothing to gain.
+  const auto spanned = hardact::detail::prepare_broadcast(hardact::per_sample_channel(values, 32, 196), n);
+  EXPECT_FALSE((half_width_keeps_runs<8, 2>(cuda::std::make_tuple(spanned), 0)));
 }
 
 // =============================================================================================

@@ -223,6 +223,29 @@ cuda::std::tuple<D...> with_access(cuda::std::tuple<D...> broadcasts, std::size_
   return broadcasts;
 }
 
+/// Whether vectors of Width / 2 elements from `begin`, still at least kHalfWidthLeastBytes, give
+/// some broadcast operand one value a vector (run access) where vectors of Width step across its
+/// runs' ends: a bfloat16 NCHW 14 x 14 plane is 49 vectors of 4, not whole vectors of 8
+/// (TUNING.md#broadcast-access). No operand loses by it: what is a run or contiguous at Width
+/// still is at Width / 2.
+inline constexpr std::size_t kHalfWidthLeastBytes = 8;
+template <int Width, std::size_t ElementBytes, class... D>
+bool half_width_keeps_runs(const cuda::std::tuple<D...>& broadcasts, std::size_t begin) {
+  if constexpr (sizeof...(D) == 0 || Width < 2 || (Width / 2) * ElementBytes < kHalfWidthLeastBytes) {
+    (void)broadcasts, (void)begin;
+    return false;
+  } else {
+    if (!direct_half_width_runs_enabled()) return false;
+    const auto gains = [begin](auto wide) {
+      auto half = wide;
+      wide.template choose_access<Width>(begin);
+      half.template choose_access<Width / 2>(begin);
+      return wide.access == BroadcastAccess::general && half.access == BroadcastAccess::run;
+    };
+    return cuda::std::apply([&](const D&... operand) { return (gains(operand) || ...); }, broadcasts);
+  }
+}
+
 /// Cuts [0, n) into head, vectors and tail, sizes the grid and launches.
 template <int Width, class Op, class Broadcasts, class TOut, class... TIn>
 cudaError_t launch_transform(const Op& op, std::size_t n, std::size_t head, const DeviceProperties& device,
@@ -266,7 +289,11 @@ cudaError_t launch_widest_aligned(const Op& op, std::size_t n, const DevicePrope
   } else {
     const int head = aligned_head<Width>(static_cast<const TOut*>(out), in...);
     if (head >= 0) {
-      return launch_transform<Width>(op, n, static_cast<std::size_t>(head), device, stream, broadcasts, out, in...);
+      const std::size_t begin = static_cast<std::size_t>(head);
+      if (half_width_keeps_runs<Width, kMinElementSize<TOut, TIn...>>(broadcasts, begin)) {
+        return launch_transform<Width / 2>(op, n, begin, device, stream, broadcasts, out, in...);
+      }
+      return launch_transform<Width>(op, n, begin, device, stream, broadcasts, out, in...);
     }
     return launch_widest_aligned<Width / 2>(op, n, device, stream, broadcasts, out, in...);
   }

@@ -39,6 +39,9 @@ struct TransformTuning {
   std::atomic<bool> summed_one_wave{true};
   std::atomic<bool> summed_dependent_launch{true};
   std::atomic<bool> summed_tiles{true};
+  /// The direct path's half-width vectors where they put a broadcast operand's values in whole runs
+  /// (half_width_keeps_runs), true (the rule) or false (off).
+  std::atomic<bool> direct_half_width_runs{true};
 };
 
 inline TransformTuning& transform_tuning() {
@@ -73,6 +76,9 @@ inline bool summed_dependent_launch_enabled() {
   return transform_tuning().summed_dependent_launch.load(std::memory_order_relaxed);
 }
 inline bool summed_tiles_enabled() { return transform_tuning().summed_tiles.load(std::memory_order_relaxed); }
+inline bool direct_half_width_runs_enabled() {
+  return transform_tuning().direct_half_width_runs.load(std::memory_order_relaxed);
+}
 
 #else  // the shipping build: every switch says "use the rule"
 
@@ -84,6 +90,7 @@ constexpr int forced_staged_two_rows() { return 0; }
 constexpr bool summed_one_wave_enabled() { return true; }
 constexpr bool summed_dependent_launch_enabled() { return true; }
 constexpr bool summed_tiles_enabled() { return true; }
+constexpr bool direct_half_width_runs_enabled() { return true; }
 
 #endif
 
