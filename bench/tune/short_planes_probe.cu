@@ -134,6 +134,20 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("%s, %d reps a contender\n", prop.name, reps);
+  if (const char* batches = std::getenv("PROBE_BATCHES")) {  // the small calls: "1,2,4"
+    for (const char* form : {"bn", "gate"}) {
+      for (const char* p = batches; *p != '\0';) {
+        char* end = nullptr;
+        const std::size_t batch = std::strtoull(p, &end, 10);
+        row<__nv_bfloat16>("bf16", form, batch, 672, 14 * 14, reps);
+        row<__nv_bfloat16>("bf16", form, batch, 80, 14 * 14, reps);
+        row<float>("f32", form, batch, 672, 7 * 14, reps);
+        row<double>("f64", form, batch, 960, 7 * 7, reps);
+        p = *end == ',' ? end + 1 : end;
+      }
+    }
+    return 0;
+  }
   for (const char* form : {"bn", "gate"}) {
     row<__nv_bfloat16>("bf16", form, 64, 672, 14 * 14, reps);
     row<__half>("half", form, 64, 672, 14 * 14, reps);
