@@ -1,10 +1,10 @@
 /// @file test_overrides.cuh
 /// @brief The two paths, and the switches tests and tuning tools use to force a path or a staged
-///        shape, or to turn off one of the summing path's adopted forms. Compiled in only where
-///        HARDACT_TESTING_OVERRIDES is defined (the test suite, the benchmarks): elsewhere every
-///        switch is a constant "use the rule", and a launch reads no process-wide state. Run-time
-///        switches rather than macros: one binary measures both sides, and no two translation units
-///        of a program can disagree.
+///        shape, or to turn off an adopted form (the summing path's, the direct path's half-width
+///        vectors). Compiled in only where HARDACT_TESTING_OVERRIDES is defined (the test suite,
+///        the benchmarks): elsewhere every switch is a constant "use the rule", and a launch reads
+///        no process-wide state. Run-time switches rather than macros: one binary measures both
+///        sides, and no two translation units of a program can disagree.
 #pragma once
 
 #ifdef HARDACT_TESTING_OVERRIDES
