@@ -236,11 +236,11 @@ bool half_width_keeps_runs(const cuda::std::tuple<D...>& broadcasts, std::size_t
     return false;
   } else {
     if (!direct_half_width_runs_enabled()) return false;
-    const auto gains = [begin](auto wide) {
-      auto half = wide;
-      wide.template choose_access<Width>(begin);
-      half.template choose_access<Width / 2>(begin);
-      return wide.access == BroadcastAccess::general && half.access == BroadcastAccess::run;
+    const auto gains = [begin](auto at_width) {
+      auto at_half_width = at_width;
+      at_width.template choose_access<Width>(begin);
+      at_half_width.template choose_access<Width / 2>(begin);
+      return at_width.access == BroadcastAccess::general && at_half_width.access == BroadcastAccess::run;
     };
     return cuda::std::apply([&](const D&... operand) { return (gains(operand) || ...); }, broadcasts);
   }
