@@ -175,4 +175,27 @@ TEST(HostSummedOutputContract, ChunksFitToOneWaveOnlyLowerTheParts) {
   EXPECT_EQ(layout.parts, 6u);
 }
 
+// A runs-form team gives each lane at least a round of loads of its run (runs_team_shift): the
+// most lanes, a power of two up to a warp, that do.
+TEST(HostSummedOutputContract, RunsTeamsGiveEachLaneARound) {
+  using hardact::detail::runs_team_shift;
+  constexpr std::size_t round = hardact::detail::kSummedRunsLeastLaneVectors;
+  for (std::size_t vectors = 1; vectors <= 64 * round; ++vectors) {
+    SCOPED_TRACE(vectors);
+    const std::size_t lanes = std::size_t{1} << runs_team_shift(vectors);
+    ASSERT_LE(lanes, 32u);
+    if (vectors < 2 * round) {
+      EXPECT_EQ(lanes, 1u);
+    } else {
+      EXPECT_GE(vectors / lanes, round) << lanes << " lanes";
+      if (lanes < 32) EXPECT_LT(vectors / (2 * lanes), round) << "twice the lanes would still read a round each";
+    }
+  }
+  // bfloat16 NCHW planes at 4 vectors a round: 14 x 14 in 49 vectors of 4 takes 8 lanes, 28 x 28 in
+  // 98 of 8 takes 16 (a warp's whole run, one round across the team, was the rule before).
+  EXPECT_EQ(runs_team_shift(49), 3u);
+  EXPECT_EQ(runs_team_shift(98), 4u);
+  EXPECT_EQ(runs_team_shift(std::size_t{1} << 40), 5u);
+}
+
 }  // namespace

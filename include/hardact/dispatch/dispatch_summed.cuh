@@ -219,6 +219,19 @@ cudaError_t launch_summed_rows(const Op& op, const SummedLayout& layout, const D
   }
 }
 
+/// log2 of the lanes of a runs-form team for runs of `vectors_per_run` vectors: the most, a power of
+/// two up to a warp, that still give every lane kSummedRunsLeastLaneVectors vectors of its run (one
+/// lane for shorter runs). Wider teams, each lane's vectors one round of loads, spent the
+/// shuffles, the sum's bookkeeping and the round's idle slots on fewer elements, and their kernels
+/// ran short of issue slots (TUNING.md#summing-path).
+inline std::uint32_t runs_team_shift(std::size_t vectors_per_run) {
+  std::uint32_t team_shift = 0;
+  while (team_shift < 5 && (std::size_t{2} << team_shift) * kSummedRunsLeastLaneVectors <= vectors_per_run) {
+    ++team_shift;
+  }
+  return team_shift;
+}
+
 /// The runs form's geometry for teams of `team_shift` and the call's run count and divisors.
 inline RunsGeometry runs_geometry(const SummedLayout& layout, std::uint32_t team_shift) {
   RunsGeometry geometry{};
@@ -242,12 +255,7 @@ cudaError_t launch_summed_runs(const Op& op, const SummedLayout& layout, const D
   const Broadcasts located = with_access<Width>(broadcasts, 0);
   const bool hoisted = kHasBroadcasts && hoisted_in_runs(located, layout.inner);
   const auto launch = [&](auto kernel) {
-    const std::size_t vectors_per_run = layout.inner / static_cast<std::size_t>(Width);
-    const std::size_t wanted_lanes =
-        (vectors_per_run + kSummedVectorsInFlight - 1) / static_cast<std::size_t>(kSummedVectorsInFlight);
-    std::uint32_t team_shift = 0;
-    while (team_shift < 5 && (std::size_t{1} << team_shift) < wanted_lanes) ++team_shift;
-    const RunsGeometry geometry = runs_geometry(layout, team_shift);
+    const RunsGeometry geometry = runs_geometry(layout, runs_team_shift(layout.inner / static_cast<std::size_t>(Width)));
     const std::size_t runs_per_block = static_cast<std::size_t>(kThreads) >> geometry.team_shift;
     const cudaLaunchConfig_t config =
         summed_launch_config((geometry.runs + runs_per_block - 1) / runs_per_block, kThreads, device, stream);

@@ -162,6 +162,9 @@ inline constexpr int kSummedMinBlocks = HARDACT_SUMMED_MIN_BLOCKS;
 inline constexpr std::size_t kSummedChunkElements = 16384;
 inline constexpr std::size_t kSummedLeastChunkRows = 16;
 inline constexpr std::size_t kSummedMostChunks = 1024;
+/// Vectors of its run each lane of a runs-form team reads at least, where the run has them
+/// (runs_team_shift): a round of loads; rounds up to the warp's whole run took more issue slots.
+inline constexpr std::size_t kSummedRunsLeastLaneVectors = static_cast<std::size_t>(kSummedVectorsInFlight);
 /// Partial sums per sum that one thread adds alone; more take a warp each.
 inline constexpr std::size_t kSummedPartsPerThread = 32;
 /// NCHW runs shorter than this many vectors at the output's 16-byte width, and not whole vectors,
