@@ -58,11 +58,14 @@ ALL_MODELS += [("timm", name) for name, _ in EFFECTIVE_SE_MODELS if ("timm", nam
 
 def build(library: str, name: str, device: str = "cpu") -> nn.Module:
     """A real network with random weights in eval mode; on the meta device without BatchNorm
-    randomisation (structure only). Skips the test when its library is missing."""
+    randomisation (structure only). Skips the test when its library, or the installed timm's
+    version of the network, is missing."""
     torch.manual_seed(0)
     with torch.device(device):
         if library == "timm":
             timm = pytest.importorskip("timm")
+            if name not in timm.list_models():
+                pytest.skip(f"timm {timm.__version__} has no {name}")
             model = timm.create_model(name, pretrained=False)
         else:
             models = pytest.importorskip("torchvision.models")
