@@ -9,6 +9,8 @@
 //        bench/tune/short_planes_probe.cu -o short_planes_probe && ./short_planes_probe [reps]
 #include <hardact/hardact.cuh>
 
+#include "probe_support.cuh"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -19,38 +21,12 @@
 #include <string>
 #include <vector>
 
-#define CHECK(x)                                                                        \
-  do {                                                                                  \
-    const cudaError_t e_ = (x);                                                         \
-    if (e_ != cudaSuccess) {                                                            \
-      std::printf("error %s at line %d\n", cudaGetErrorName(e_), __LINE__);             \
-      std::exit(1);                                                                     \
-    }                                                                                   \
-  } while (0)
+using probe::quantile;
+using probe::time_ms;
 
 namespace {
 
 __global__ void empty_kernel() {}
-
-float time_ms(const std::function<cudaError_t()>& f) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  CHECK(cudaEventRecord(a));
-  CHECK(f());
-  CHECK(cudaEventRecord(b));
-  CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  CHECK(cudaEventElapsedTime(&ms, a, b));
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
-  return ms;
-}
-
-float quantile(std::vector<float> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(q * (v.size() - 1) + 0.5)];
-}
 
 void fill_varied(void* device, std::size_t bytes, unsigned seed) {
   std::vector<unsigned char> host(bytes);

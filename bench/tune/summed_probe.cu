@@ -11,6 +11,8 @@
 //        bench/tune/summed_probe.cu -o summed_probe && ./summed_probe [reps [text a row's label holds]]
 #include <hardact/hardact.cuh>
 
+#include "probe_support.cuh"
+
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -21,36 +23,10 @@
 #include <functional>
 #include <vector>
 
-#define CHECK(x)                                                            \
-  do {                                                                      \
-    const cudaError_t e_ = (x);                                             \
-    if (e_ != cudaSuccess) {                                                \
-      std::printf("error %s at line %d\n", cudaGetErrorName(e_), __LINE__); \
-      std::exit(1);                                                         \
-    }                                                                       \
-  } while (0)
+using probe::quantile;
+using probe::time_ms;
 
 namespace {
-
-float time_ms(const std::function<cudaError_t()>& f) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  CHECK(cudaEventRecord(a));
-  CHECK(f());
-  CHECK(cudaEventRecord(b));
-  CHECK(cudaEventSynchronize(b));
-  float ms = 0;
-  CHECK(cudaEventElapsedTime(&ms, a, b));
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
-  return ms;
-}
-
-float quantile(std::vector<float> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
-}
 
 /// Finite values in [-8, 8) (sums of NaN would hide a difference), from a fixed seed.
 template <class T>
