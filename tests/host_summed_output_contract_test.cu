@@ -192,7 +192,7 @@ TEST(HostSummedOutputContract, RunsTeamsGiveEachLaneARound) {
     }
   }
   // bfloat16 NCHW planes at 4 vectors a round: 14 x 14 in 49 vectors of 4 takes 8 lanes, 28 x 28 in
-  // 98 of 8 takes 16 (a warp's whole run, one round across the team, was the rule before).
+  // 98 of 8 takes 16 (one round across the team would take 16 and 32).
   EXPECT_EQ(runs_team_shift(49), 3u);
   EXPECT_EQ(runs_team_shift(98), 4u);
   EXPECT_EQ(runs_team_shift(std::size_t{1} << 40), 5u);

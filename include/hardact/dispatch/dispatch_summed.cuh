@@ -221,9 +221,9 @@ cudaError_t launch_summed_rows(const Op& op, const SummedLayout& layout, const D
 
 /// log2 of the lanes of a runs-form team for runs of `vectors_per_run` vectors: the most, a power of
 /// two up to a warp, that still give every lane kSummedRunsLeastLaneVectors vectors of its run (one
-/// lane for shorter runs). Wider teams, each lane's vectors one round of loads, spent the
-/// shuffles, the sum's bookkeeping and the round's idle slots on fewer elements, and their kernels
-/// ran short of issue slots (TUNING.md#summing-path).
+/// lane for shorter runs). Wider teams, one round of loads across the team, spent the shuffles,
+/// the sum's bookkeeping and the round's idle slots on fewer elements a lane, and their kernels ran
+/// short of issue slots (TUNING.md#summing-path).
 inline std::uint32_t runs_team_shift(std::size_t vectors_per_run) {
   std::uint32_t team_shift = 0;
   while (team_shift < 5 && (std::size_t{2} << team_shift) * kSummedRunsLeastLaneVectors <= vectors_per_run) {
