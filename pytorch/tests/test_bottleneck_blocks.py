@@ -42,6 +42,7 @@ import hardact_torch.functional as functional
 import hardact_torch.rewrite.fused_block as fused_block
 from checklib import NAMES, Custom, mismatch_report, raises, randomise_batchnorms
 from test_fused import ACTIVATIONS, channel_view, compute_dtype, layout_report, layouts, reference_activation
+from test_fused_blocks import create_timm_model
 
 SEED = 53
 
@@ -58,15 +59,11 @@ ALL_MODELS += [("timm", name) for name, _ in EFFECTIVE_SE_MODELS if ("timm", nam
 
 def build(library: str, name: str, device: str = "cpu") -> nn.Module:
     """A real network with random weights in eval mode; on the meta device without BatchNorm
-    randomisation (structure only). Skips the test when its library, or the installed timm's
-    version of the network, is missing."""
+    randomisation (structure only). Skips the test when its library, or the network, is missing."""
     torch.manual_seed(0)
     with torch.device(device):
         if library == "timm":
-            timm = pytest.importorskip("timm")
-            if name not in timm.list_models():
-                pytest.skip(f"timm {timm.__version__} has no {name}")
-            model = timm.create_model(name, pretrained=False)
+            model = create_timm_model(name)
         else:
             models = pytest.importorskip("torchvision.models")
             model = getattr(models, name)(weights=None)

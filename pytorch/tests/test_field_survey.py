@@ -23,15 +23,13 @@ from torch import nn
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "bench"))
 
 import field_survey  # noqa: E402
+from test_fused_blocks import create_timm_model  # noqa: E402
 
 
 def _meta_model(library: str, name: str) -> nn.Module:
     with torch.device("meta"):
         if library == "timm":
-            timm = pytest.importorskip("timm")
-            if name not in timm.list_models():
-                pytest.skip(f"timm {timm.__version__} has no {name}")
-            return timm.create_model(name, pretrained=False)
+            return create_timm_model(name)
         models = pytest.importorskip("torchvision.models")
         return models.get_model(name, weights=None)
 

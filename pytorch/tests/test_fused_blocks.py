@@ -95,13 +95,21 @@ def gentle_batchnorms(model: nn.Module) -> None:
     randomise_batchnorms(model, seed=11, mean_std=0.1, variance=(0.5, 1.5), weight=(0.5, 1.5), bias_std=0.1)
 
 
+def create_timm_model(name: str) -> nn.Module:
+    """timm's network `name` with random weights; skips the test when timm, or the installed timm's
+    version of the network, is missing."""
+    timm = pytest.importorskip("timm")
+    if name not in timm.list_models():
+        pytest.skip(f"timm {timm.__version__} has no {name}")
+    return timm.create_model(name, pretrained=False)
+
+
 def build(library: str, name: str) -> nn.Module:
     """A real network with random weights and gentle BatchNorms, in eval mode, on the CPU; skips the
-    test when its library is missing."""
+    test when its library, or the network, is missing."""
     if library == "timm":
-        timm = pytest.importorskip("timm")
         torch.manual_seed(0)
-        model = timm.create_model(name, pretrained=False)
+        model = create_timm_model(name)
     else:
         models = pytest.importorskip("torchvision.models")
         torch.manual_seed(0)

@@ -23,11 +23,10 @@ import copy
 
 import pytest
 import torch
-from torch import nn
 
 import hardact_torch as ha
 from checklib import mismatch_report
-from test_fused_blocks import build as build_network
+from test_fused_blocks import build  # random weights, gentle BatchNorms, eval, CPU; skips a missing network
 
 SEED = 53
 ODD = (225, 231)
@@ -57,16 +56,6 @@ FAMILIES = [
 ]
 IDS = [name for _, name, _ in FAMILIES]
 BOUND = 4.0  # the rewrite's error against float64, in units of the original's own
-
-
-def build(library: str, name: str) -> nn.Module:
-    """test_fused_blocks.build (random weights, gentle BatchNorms, eval, CPU); skips the test when the
-    installed timm has no such model."""
-    if library == "timm":
-        timm = pytest.importorskip("timm")
-        if name not in timm.list_models():
-            pytest.skip(f"timm {timm.__version__} has no {name}")
-    return build_network(library, name)
 
 
 def largest_difference(got: torch.Tensor, reference: torch.Tensor) -> float:
