@@ -159,8 +159,10 @@ template <class T, class TSum>
 /// The cases: per-(n, c) squeezes of small images (odd sizes included, and planes of 1001 and 4999
 /// elements, runs longer than a team's loads), NCHW per channel (partial sums per sample), column
 /// sums of a long row-major array (chunks), channel counts whose rows are not whole vectors, one
-/// channel, a group wider than a block, samples cut into fewer chunks so that the blocks fit one
-/// wave (132 multiprocessors: 8 chunks a sample become 6); aligned and offset pointers.
+/// channel, a group wider than a block, samples whose rows one block takes across a slice of
+/// their channels (plan_rows: on 132 multiprocessors, 64 x 14 x 14 x 672's 8 chunks a sample
+/// become 6 slices, and small calls take 8-vector slices), chunks made whole rounds (64 x 28 x 28
+/// x 120); aligned and offset pointers.
 std::vector<SumsCase> cases(bool wide_elements) {
   std::vector<SumsCase> all;
   const std::size_t shapes[][3] = {{2, 72, 49}, {3, 20, 7}, {1, 1, 5}, {2, 960, 9}, {4, 3, 1}, {1, 1000, 3},
@@ -183,7 +185,7 @@ std::vector<SumsCase> cases(bool wide_elements) {
   all.push_back({SumsLayout::channels_last, 2, 16, 3000, Form::scale_shift_residual, 0});      // chunks per sample
   if (!family::quick_mode()) {
     all.push_back({SumsLayout::channels_last, 64, 120, 784, Form::scale_shift, 0});
-    all.push_back({SumsLayout::channels_last, 64, 672, 196, Form::scale_shift, 0});  // chunks fit to one wave
+    all.push_back({SumsLayout::channels_last, 64, 672, 196, Form::scale_shift, 0});  // whole samples, 6 slices
     all.push_back({SumsLayout::nchw_planes, 64, 120, 784, Form::scale_shift, 0});
     all.push_back({SumsLayout::rows, 1, 3, 300000, Form::activation, 0});  // a hundred chunks
     all.push_back({SumsLayout::nchw_channels, 16, 24, 3136, Form::scale_shift_residual, 1});
@@ -318,10 +320,10 @@ TEST(DeviceSummedOutput, HalfSumsInFloat) {
 #endif
 
 // Each of the summing path's adopted forms switched off in turn (dispatch/test_overrides.cuh), as
-// the measurements that adopted them ran the calls: chunks refit to one wave (the 64 x 14 x 14 x
-// 672 case), the partial sums' dependent launch (every case of several parts), the tiles form (the
+// the measurements that adopted them ran the calls: rows cut for the device (the shape's chunks
+// instead), the partial sums' dependent launch (every case of several parts), the tiles form (the
 // NCHW runs of 5 to 49 elements, not whole vectors). The same checks hold without each.
-constexpr ScopedSummedFormOff::Form kAdoptedForms[] = {&hardact::detail::TransformTuning::summed_one_wave,
+constexpr ScopedSummedFormOff::Form kAdoptedForms[] = {&hardact::detail::TransformTuning::summed_rows_plan,
                                                        &hardact::detail::TransformTuning::summed_dependent_launch,
                                                        &hardact::detail::TransformTuning::summed_tiles};
 

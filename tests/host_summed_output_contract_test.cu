@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
@@ -173,6 +174,96 @@ TEST(HostSummedOutputContract, ChunksFitToOneWaveOnlyLowerTheParts) {
   EXPECT_EQ(layout.parts, 8u);
   hardact::detail::fit_chunks_to_one_wave(layout, 132 * 3);
   EXPECT_EQ(layout.parts, 6u);
+}
+
+// A rows-form call's plan at its width (plan_rows): the chunks fit to one wave and made whole rounds
+// of a block's loads, or, where the width divides a row and a wave holds them, one block a span's
+// rows in each of a few slices of its channels, no narrower than kSummedRowsLeastColumns vectors
+// (no partial sums); never more parts than the shape's, so its storage holds them; the shape's
+// chunks and columns when not refit.
+template <int Width>
+void check_rows_plans() {
+  using hardact::detail::RowsGeometry;
+  using hardact::detail::SummedLayout;
+  constexpr std::size_t kThreads = hardact::detail::kSummedBlockThreads;
+  constexpr std::size_t kLeastColumns = hardact::detail::kSummedRowsLeastColumns;
+  constexpr std::size_t kRound = hardact::detail::kSummedVectorsInFlight;
+  struct Shape {
+    std::size_t samples, channels, positions;
+  };
+  for (const Shape s : {Shape{64, 672, 196}, Shape{64, 72, 784}, Shape{64, 960, 49}, Shape{512, 120, 784},
+                        Shape{8, 672, 196}, Shape{2, 16, 3000}, Shape{4, 3, 100000}, Shape{2, 960, 9},
+                        Shape{1, 4096, 40}, Shape{1, 16, 12544}}) {
+    const std::size_t n = s.samples * s.channels * s.positions;
+    SummedLayout shape;
+    ASSERT_TRUE(hardact::detail::summed_layout(n, 1, s.channels, s.channels * s.positions, 8, shape));
+    const std::size_t group = std::lcm(s.channels, std::size_t{Width});
+    const std::size_t group_vectors = group / Width, group_rows = group / s.channels;
+    for (const std::size_t resident : {std::size_t{1}, std::size_t{100}, std::size_t{396}, std::size_t{100000}}) {
+      for (const bool refit : {true, false}) {
+        SCOPED_TRACE("width " + std::to_string(Width) + ", " + std::to_string(s.samples) + " x " +
+                     std::to_string(s.positions) + " x " + std::to_string(s.channels) + ", " +
+                     std::to_string(resident) + " resident" + (refit ? "" : ", not refit"));
+        const auto plan = hardact::detail::plan_rows(shape, Width, kThreads, resident, refit);
+        EXPECT_LE(plan.layout.parts, shape.parts);
+        EXPECT_EQ(plan.layout.entries, shape.entries);
+        RowsGeometry geometry{};
+        ASSERT_TRUE((hardact::detail::rows_geometry<Width, kThreads>(plan.layout, plan.columns, geometry)));
+        SummedLayout fitted = shape;
+        if (refit) hardact::detail::fit_chunks_to_one_wave(fitted, resident);
+        if (plan.columns == std::min(group_vectors, kThreads)) {  // chunked
+          if (!refit || fitted.parts == 1) {
+            EXPECT_EQ(plan.layout.parts, fitted.parts);
+            EXPECT_EQ(plan.layout.rows_per_chunk, fitted.rows_per_chunk);
+          } else {
+            EXPECT_LE(plan.layout.parts, fitted.parts) << "no more than fill one wave";
+          }
+          if (refit && plan.layout.parts > 1) {
+            EXPECT_EQ(plan.layout.rows_per_chunk % group_rows, 0u) << "whole groups";
+            EXPECT_EQ(plan.layout.rows_per_chunk / group_rows % (kThreads / plan.columns * kRound), 0u)
+                << "whole rounds";
+            EXPECT_EQ((plan.layout.rows_per_span + plan.layout.rows_per_chunk - 1) / plan.layout.rows_per_chunk,
+                      plan.layout.parts);
+          }
+          continue;
+        }
+        EXPECT_TRUE(refit) << "not refit: the shape's columns";
+        EXPECT_EQ(s.channels % Width, 0u) << "narrower blocks only where the width divides a row";
+        EXPECT_GE(plan.columns, std::min(group_vectors, kLeastColumns));
+        EXPECT_EQ(plan.layout.parts, 1u);
+        EXPECT_EQ(plan.layout.rows_per_chunk, plan.layout.rows_per_span);
+        EXPECT_LE(geometry.blocks, resident) << "one wave";
+      }
+    }
+  }
+}
+
+TEST(HostSummedOutputContract, RowsPlansTakeWholeSpansWhereTheyFitAWave) {
+  check_rows_plans<8>();
+  check_rows_plans<4>();
+  check_rows_plans<2>();
+  check_rows_plans<1>();
+  // MobileNetV3-large's squeezes on 132 multiprocessors of 3 blocks, bfloat16 (8 a vector): at
+  // batch 64, a block a sample's 49 rows across 20 of its 120 vectors (12 lanes, 6 blocks a
+  // sample); 28 x 28 x 72 (9 vectors a row) and batch 512 keep the shape's chunks, as whole rounds
+  // (228 rows over 28 lanes became 224, 2 rounds; 138 over 17, 136).
+  using hardact::detail::SummedLayout;
+  SummedLayout shape;
+  ASSERT_TRUE(hardact::detail::summed_layout(64 * 960 * 49, 1, 960, 960 * 49, 8, shape));
+  EXPECT_EQ(shape.parts, 3u);
+  auto plan = hardact::detail::plan_rows(shape, 8, 256, 132 * 3, true);
+  EXPECT_EQ(plan.layout.parts, 1u);
+  EXPECT_EQ(plan.columns, 20u);
+  ASSERT_TRUE(hardact::detail::summed_layout(64 * 72 * 784, 1, 72, 72 * 784, 8, shape));
+  plan = hardact::detail::plan_rows(shape, 8, 256, 132 * 3, true);
+  EXPECT_EQ(plan.layout.parts, shape.parts);
+  EXPECT_EQ(plan.layout.rows_per_chunk, 224u);
+  EXPECT_EQ(plan.columns, 9u);
+  ASSERT_TRUE(hardact::detail::summed_layout(512 * 120 * 784, 1, 120, 120 * 784, 8, shape));
+  plan = hardact::detail::plan_rows(shape, 8, 256, 132 * 3, true);
+  EXPECT_EQ(plan.layout.parts, shape.parts);
+  EXPECT_EQ(plan.layout.rows_per_chunk, 136u);
+  EXPECT_EQ(plan.columns, 15u);
 }
 
 // A runs-form team gives each lane at least a round of loads of its run (runs_team_shift): the

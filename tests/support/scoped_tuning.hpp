@@ -25,7 +25,7 @@ class ScopedTwoRows {
 };
 
 /// Turns one of the summing path's adopted forms off for the lifetime of the object: `form` is
-/// &TransformTuning::summed_one_wave, ::summed_dependent_launch or ::summed_tiles.
+/// &TransformTuning::summed_rows_plan, ::summed_dependent_launch or ::summed_tiles.
 class ScopedSummedFormOff {
  public:
   using Form = std::atomic<bool> hardact::detail::TransformTuning::*;

@@ -42,7 +42,7 @@ inline std::size_t greatest_common_divisor(std::size_t a, std::size_t b) {
 /// bytes), whole numbers of groups at every width up to 16, and at most kSummedMostChunks per
 /// span; runs (inner > 1) give one partial sum per run. Shape and output type only: the same call
 /// needs the same temporary storage on every device (a launch may then use fewer chunks:
-/// fit_chunks_to_one_wave).
+/// fit_chunks_to_one_wave, plan_rows).
 inline bool summed_layout(std::size_t n, std::size_t inner, std::size_t period, std::size_t span,
                           std::size_t nominal_width, SummedLayout& layout) {
   const std::size_t span_elements = span == 0 ? n : span;
@@ -95,6 +95,66 @@ inline void fit_chunks_to_one_wave(SummedLayout& layout, std::size_t resident_bl
   layout.rows_per_chunk = layout.parts > 1 ? rows : layout.rows_per_span;
 }
 
+/// How the rows form cuts a call (inner 1) at one vector width: its layout (the shape's chunks, or
+/// fewer) and a block's vector columns (its lanes: threads / columns).
+struct RowsPlan {
+  SummedLayout layout;
+  std::size_t columns = 0;
+};
+
+/// The rows form's plan at `width` elements a vector and `threads` a block, on a device that holds
+/// `resident_blocks` at once (TUNING.md#summing-path), counted in rounds (every lane of a block
+/// loading kSummedVectorsInFlight vectors):
+/// - chunked: blocks min(group vectors, threads) columns wide; the shape's chunks fit to one wave
+///   (fit_chunks_to_one_wave), then whole rounds, the most that keep the parts, else the fewest
+///   above (a last round for a few lanes held the block for a whole load);
+/// - whole spans, where the width divides a row and a wave holds every span's blocks: a block
+///   takes a span's rows across as few columns as let those blocks fill one wave, but
+///   kSummedRowsLeastColumns or more; no partial sums.
+/// Whole spans where they take no more rounds than the chunks' waves times rounds. A plan only
+/// lowers the parts, so the shape's storage holds the partial sums. `refit` false
+/// (summed_rows_plan_enabled): the shape's chunks and columns.
+inline RowsPlan plan_rows(const SummedLayout& shape, std::size_t width, std::size_t threads,
+                          std::size_t resident_blocks, bool refit) {
+  const auto ceil_div = [](std::size_t a, std::size_t b) { return (a + b - 1) / b; };
+  RowsPlan plan{shape, threads};
+  const std::size_t period = shape.period;
+  if (shape.inner != 1 || period > SIZE_MAX / width) return plan;  // rows_geometry refuses the last
+  const std::size_t group = period / greatest_common_divisor(period, width) * width;
+  if (shape.span % group != 0) return plan;  // rows_geometry refuses it
+  const std::size_t group_vectors = group / width, group_rows = group / period;
+  plan.columns = std::min(group_vectors, threads);
+  if (!refit || resident_blocks == 0) return plan;
+  fit_chunks_to_one_wave(plan.layout, resident_blocks);
+  const std::size_t per_lane = static_cast<std::size_t>(kSummedVectorsInFlight);
+  if (plan.layout.parts > 1) {  // whole rounds: the most that keep the parts, else the fewest above
+    const std::size_t round_groups = threads / plan.columns * per_lane, groups_per_span = shape.span / group;
+    const std::size_t groups = plan.layout.rows_per_chunk / group_rows;
+    std::size_t whole = groups / round_groups * round_groups;
+    if (whole == 0 || ceil_div(groups_per_span, whole) > plan.layout.parts) whole += round_groups;
+    plan.layout.parts = ceil_div(groups_per_span, whole);
+    plan.layout.rows_per_chunk = plan.layout.parts > 1 ? whole * group_rows : shape.rows_per_span;
+  }
+  if (group_rows != 1) return plan;
+  const std::size_t spans = shape.n / shape.span;
+  const std::size_t chunk_blocks = spans * plan.layout.parts * ceil_div(group_vectors, plan.columns);
+  const std::size_t chunked_rounds = ceil_div(chunk_blocks, resident_blocks) *
+                                     ceil_div(plan.layout.rows_per_chunk, threads / plan.columns * per_lane);
+  const std::size_t wave_slices = resident_blocks / spans;
+  if (wave_slices == 0) return plan;
+  const std::size_t columns = std::min(
+      std::max(ceil_div(group_vectors, std::min(group_vectors, wave_slices)),
+               std::min(group_vectors, kSummedRowsLeastColumns)),
+      threads);
+  if (spans * ceil_div(group_vectors, columns) > resident_blocks) return plan;
+  if (ceil_div(shape.rows_per_span, threads / columns * per_lane) <= chunked_rounds) {
+    plan.layout.parts = 1;
+    plan.layout.rows_per_chunk = shape.rows_per_span;
+    plan.columns = columns;
+  }
+  return plan;
+}
+
 /// The width summed_layout lays a call out for: one 16-byte access of the output type.
 template <class T>
 inline constexpr std::size_t kNominalSummedWidth = sizeof(T) >= 16 ? 1 : 16 / sizeof(T);
@@ -118,21 +178,22 @@ std::size_t summed_temp_storage_bytes(const OutputWithSums<T, TSum>& output, std
   return partial_sums_bytes<accumulate_t<T>>(layout);
 }
 
-/// The rows form's geometry at `Width`, or false where the span is not whole groups or a group is
-/// wider than a block without Width dividing the period.
+/// The rows form's geometry at `Width` with blocks of `columns` vector columns, or false where the
+/// span is not whole groups or a block is narrower than a group without Width dividing the period.
 template <int Width, int BlockThreads>
-bool rows_geometry(const SummedLayout& layout, RowsGeometry& geometry) {
+bool rows_geometry(const SummedLayout& layout, std::size_t columns, RowsGeometry& geometry) {
   const std::size_t width = static_cast<std::size_t>(Width);
   if (layout.period > SIZE_MAX / width) return false;
   const std::size_t group = layout.period / greatest_common_divisor(layout.period, width) * width;
   if (layout.span % group != 0) return false;
   const std::size_t group_vectors = group / width;
   const std::size_t threads = static_cast<std::size_t>(BlockThreads);
-  if (group_vectors > threads && layout.period % width != 0) return false;
+  if (columns == 0 || columns > threads || columns > group_vectors) return false;
+  if (columns < group_vectors && layout.period % width != 0) return false;
   if (group_vectors > UINT32_MAX) return false;
   geometry.group_elements = group;
   geometry.group_vectors = static_cast<std::uint32_t>(group_vectors);
-  geometry.columns = static_cast<std::uint32_t>(group_vectors < threads ? group_vectors : threads);
+  geometry.columns = static_cast<std::uint32_t>(columns);
   geometry.lanes = static_cast<std::uint32_t>(threads / geometry.columns);
   geometry.slices = static_cast<std::uint32_t>((group_vectors + geometry.columns - 1) / geometry.columns);
   geometry.places = group / layout.period;
@@ -189,18 +250,25 @@ inline cudaLaunchConfig_t summed_launch_config(std::size_t blocks, int threads, 
 /// The rows form (inner 1) at `Width`, the widest the pointers and the layout allow, or else at
 /// width 1; values hoisted where every broadcast allows it, or else at width 1 without (the
 /// instantiations a call costs: TUNING.md#build-time). Width 1 always fits a well-formed call
-/// whose groups fit a 32-bit count.
+/// whose groups fit a 32-bit count. `layout`: the shape's; on launch, the plan's (plan_rows), whose
+/// parts the partial sums then have.
 template <int Width, class Op, class Broadcasts, class Acc, class TSum, class TOut, class... TIn>
-cudaError_t launch_summed_rows(const Op& op, const SummedLayout& layout, const DeviceProperties& device,
-                               cudaStream_t stream, const Broadcasts& broadcasts, const SumSink<Acc, TSum>& sink,
+cudaError_t launch_summed_rows(const Op& op, SummedLayout& layout, const DeviceProperties& device,
+                               cudaStream_t stream, const Broadcasts& broadcasts, SumSink<Acc, TSum> sink,
                                TOut* out, const TIn*... in) {
   constexpr int kThreads = kSummedBlockThreads;
   constexpr bool kHasBroadcasts = cuda::std::tuple_size_v<Broadcasts> > 0;
+  const std::size_t resident_blocks =
+      static_cast<std::size_t>(device.multiprocessor_count) * static_cast<std::size_t>(kSummedMinBlocks);
+  const RowsPlan plan = plan_rows(layout, static_cast<std::size_t>(Width), static_cast<std::size_t>(kThreads),
+                                  resident_blocks, summed_rows_plan_enabled());
   RowsGeometry geometry{};
-  const bool fits = rows_geometry<Width, kThreads>(layout, geometry);
+  const bool fits = rows_geometry<Width, kThreads>(plan.layout, plan.columns, geometry);
   const Broadcasts located = with_access<Width>(broadcasts, 0);
   const bool hoisted = kHasBroadcasts && fits && hoisted_in_rows(located, geometry.group_elements, layout.span);
   const auto launch = [&](auto kernel) {
+    layout = plan.layout;
+    sink.parts = layout.parts;
     const cudaLaunchConfig_t config = summed_launch_config(geometry.blocks, kThreads, device, stream);
     return cudaLaunchKernelEx(&config, kernel, op, layout, geometry, located, sink, out, in...);
   };
@@ -326,7 +394,7 @@ cudaError_t launch_summed_tiles_or_runs(const Op& op, const SummedLayout& layout
 /// Launches the summing kernels (rows, tiles or runs), then adds the partial sums where there are several,
 /// from compute capability 9.0 as a programmatic dependent launch (summed_dependent_launch_enabled).
 template <int Width, class Op, class Broadcasts, class Acc, class TSum, class TOut, class... TIn>
-cudaError_t launch_summed(const Op& op, const SummedLayout& layout, const DeviceProperties& device, cudaStream_t stream,
+cudaError_t launch_summed(const Op& op, SummedLayout layout, const DeviceProperties& device, cudaStream_t stream,
                           const Broadcasts& broadcasts, const SumSink<Acc, TSum>& sink, TOut* out, const TIn*... in) {
   const cudaError_t status =
       layout.inner == 1 ? launch_summed_rows<Width>(op, layout, device, stream, broadcasts, sink, out, in...)
@@ -374,10 +442,6 @@ cudaError_t dispatch_summed(const Op& op, std::size_t n, cudaStream_t stream, co
   DeviceProperties device;
   const cudaError_t status = current_device_properties(device);
   if (status != cudaSuccess) return status;
-  if (summed_one_wave_enabled()) {
-    fit_chunks_to_one_wave(layout, static_cast<std::size_t>(device.multiprocessor_count) *
-                                        static_cast<std::size_t>(kSummedMinBlocks));
-  }
   const SumSink<Acc, TSum> sink{output.sums, static_cast<Acc*>(output.temp_storage), static_cast<Acc>(output.scale),
                                 layout.entries, layout.parts};
   return launch_summed<kWidth>(op, layout, device, stream, broadcasts, sink, out, in...);

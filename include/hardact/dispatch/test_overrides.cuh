@@ -33,10 +33,10 @@ struct TransformTuning {
   /// 0 the rule (two_rows_halves_apart).
   std::atomic<int> staged_two_rows{0};
   /// The summing path's adopted forms (TUNING.md#summing-path), true (the rule) or false (off, to
-  /// measure or test a call without it): a rows-form call's chunks refit to one wave of resident
-  /// blocks (fit_chunks_to_one_wave), the partial sums' kernel as a programmatic dependent launch,
+  /// measure or test a call without it): a rows-form call cut for the device at its width
+  /// (plan_rows; off: the shape's chunks), the partial sums' kernel as a programmatic dependent launch,
   /// the tiles form for short NCHW runs that are not whole vectors (runs_per_tile).
-  std::atomic<bool> summed_one_wave{true};
+  std::atomic<bool> summed_rows_plan{true};
   std::atomic<bool> summed_dependent_launch{true};
   std::atomic<bool> summed_tiles{true};
   /// The direct path's half-width vectors where they put a broadcast operand's values in whole runs
@@ -71,7 +71,7 @@ inline int forced_staged_blocks_per_multiprocessor() {
 }
 inline int forced_staged_stages() { return transform_tuning().staged_stages.load(std::memory_order_relaxed); }
 inline int forced_staged_two_rows() { return transform_tuning().staged_two_rows.load(std::memory_order_relaxed); }
-inline bool summed_one_wave_enabled() { return transform_tuning().summed_one_wave.load(std::memory_order_relaxed); }
+inline bool summed_rows_plan_enabled() { return transform_tuning().summed_rows_plan.load(std::memory_order_relaxed); }
 inline bool summed_dependent_launch_enabled() {
   return transform_tuning().summed_dependent_launch.load(std::memory_order_relaxed);
 }
@@ -87,7 +87,7 @@ constexpr int forced_staged_units_per_thread() { return 0; }
 constexpr int forced_staged_blocks_per_multiprocessor() { return 0; }
 constexpr int forced_staged_stages() { return 0; }
 constexpr int forced_staged_two_rows() { return 0; }
-constexpr bool summed_one_wave_enabled() { return true; }
+constexpr bool summed_rows_plan_enabled() { return true; }
 constexpr bool summed_dependent_launch_enabled() { return true; }
 constexpr bool summed_tiles_enabled() { return true; }
 constexpr bool direct_half_width_runs_enabled() { return true; }

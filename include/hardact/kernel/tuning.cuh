@@ -162,6 +162,9 @@ inline constexpr int kSummedMinBlocks = HARDACT_SUMMED_MIN_BLOCKS;
 inline constexpr std::size_t kSummedChunkElements = 16384;
 inline constexpr std::size_t kSummedLeastChunkRows = 16;
 inline constexpr std::size_t kSummedMostChunks = 1024;
+/// Vector columns a rows-form block takes at least where it takes a span's rows (plan_rows): 8 of
+/// 16 bytes, a 128-byte line of each row; blocks of 2 or 3 took 1.4 x a chunked call's time.
+inline constexpr std::size_t kSummedRowsLeastColumns = 8;
 /// Vectors of its run each lane of a runs-form team reads at least, where the run has them
 /// (runs_team_shift): a round of loads; rounds up to the warp's whole run took more issue slots.
 inline constexpr std::size_t kSummedRunsLeastLaneVectors = static_cast<std::size_t>(kSummedVectorsInFlight);
