@@ -163,7 +163,8 @@ inline constexpr std::size_t kSummedChunkElements = 16384;
 inline constexpr std::size_t kSummedLeastChunkRows = 16;
 inline constexpr std::size_t kSummedMostChunks = 1024;
 /// Vector columns a rows-form block takes at least where it takes a span's rows (plan_rows): 8 of
-/// 16 bytes, a 128-byte line of each row; blocks of 2 or 3 took 1.4 x a chunked call's time.
+/// 16 bytes, a 128-byte line of each row; slices of 2 or 3 took 1.39-1.49 x the plain call's time
+/// where chunks took 1.11-1.19 (TUNING.md#summing-path).
 inline constexpr std::size_t kSummedRowsLeastColumns = 8;
 /// Vectors of its run each lane of a runs-form team reads at least, where the run has them
 /// (runs_team_shift): a round of loads; rounds up to the warp's whole run took more issue slots.
