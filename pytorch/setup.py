@@ -74,7 +74,8 @@ setup(
                 "launch/fused_launch_half.cu", "launch/fused_launch_bfloat16.cu",
                 "launch/fused_launch_half_float_parameters.cu", "launch/fused_launch_bfloat16_float_parameters.cu",
                 "testing/test_hooks.cu",
-                "ops/autograd.cpp", "ops/fused_autograd.cpp", "ops/linear_activation.cpp", "ops/depthwise_conv.cu",
+                "ops/autograd.cpp", "ops/fused_autograd.cpp", "ops/linear_activation.cpp",
+                "ops/pointwise_convolution.cpp", "ops/depthwise_conv.cu",
                 "ops/fused_block_forward.cpp", "bindings/python_module.cpp")],
             include_dirs=[hardact_include_dir(), str(HERE / CSRC)],
             # ops/linear_activation.cpp calls cuBLASLt, which torch itself loads (the same library at run time).

@@ -703,18 +703,18 @@ def test_linear_activation(checks, generator) -> None:
     for thread in threads:
         thread.join()
     checks.record("; ".join(failures), "_linear_activation: four threads, each with its own bias, 50 calls each")
-    # More shapes than a thread keeps plans for (256): the plans are dropped and made again, the
+    # More shapes than a thread keeps plans for (2048): the plans are dropped and made again, the
     # results the same.
     narrow_weight = weight[:, :16].contiguous()
     failures = []
-    for n in list(range(1, 300)) + [1, 2, 299]:
+    for n in list(range(1, 2100)) + [1, 2, 2099]:
         rows = torch.randn(n, 16, device="cuda", generator=generator)
         expected = (rows.double() @ narrow_weight.double().t() + biases[0].double()).clamp_min(0)
         got = ha._C._linear_activation(rows, narrow_weight, biases[0], True, False)
         difference = relative_difference(got, expected)
         if difference > 1e-5:
             failures.append(f"{n} rows: relative difference {difference:.3g}")
-    checks.record("; ".join(failures), "_linear_activation: 299 shapes in turn, then the first two and the last again")
+    checks.record("; ".join(failures), "_linear_activation: 2099 shapes in turn, then the first two and the last again")
     checks.record(raises(TypeError, lambda: ha._C._linear_activation(x.double(), weight.double(), None, False, False)),
                   "_linear_activation refuses float64")
     checks.record(raises(ValueError, lambda: ha._C._linear_activation(x, weight.t(), None, False, False)),

@@ -27,8 +27,8 @@ from .functional import (bias_activation, bias_activation_product, hardsigmoid, 
 from .modules import (BatchNormActivation, HardSigmoid, HardSigmoidEffectiveSqueezeExcitation,
                       HardSigmoidSqueezeExcitation, HardSwish, HardTanh, ReLU6)
 from .rewrite import (FusedGhostBottleneck, FusedInvertedResidual, FusedLinearBottleneck, FusedOsaBlock,
-                      FusedStarBlock, fuse_batchnorm_activation, fuse_blocks, fuse_squeeze_excitation,
-                      optimize_for_inference, replace_activations)
+                      FusedStarBlock, PointwiseConv2d, fuse_batchnorm_activation, fuse_blocks, fuse_squeeze_excitation,
+                      optimize_for_inference, replace_activations, replace_pointwise_convolutions)
 
 __all__ = [
     "SUPPORTED_DTYPES", "UNARY_OPS", "DTENSOR_SHARDING_REGISTERED", "sharded_ops",
@@ -39,7 +39,7 @@ __all__ = [
     "BatchNormActivation", "fuse_batchnorm_activation", "HardSigmoidSqueezeExcitation", "fuse_squeeze_excitation",
     "HardSigmoidEffectiveSqueezeExcitation",
     "FusedInvertedResidual", "FusedGhostBottleneck", "FusedLinearBottleneck", "FusedStarBlock", "FusedOsaBlock",
-    "fuse_blocks",
+    "fuse_blocks", "PointwiseConv2d", "replace_pointwise_convolutions",
     "optimize_for_inference",
     "CudaGraphInference", "cuda_graph_inference", "CudaGraphCache", "cuda_graph_cache",
 ]

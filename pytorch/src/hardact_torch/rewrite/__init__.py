@@ -1,8 +1,9 @@
 """hardact's model rewrites, in place: replace_activations, fuse_batchnorm_activation,
 fuse_squeeze_excitation, fuse_blocks (whole blocks as FusedInvertedResidual, FusedGhostBottleneck,
-FusedLinearBottleneck, FusedStarBlock or FusedOsaBlock), and optimize_for_inference, which runs them all.
+FusedLinearBottleneck, FusedStarBlock or FusedOsaBlock), optimize_for_inference, which runs them all,
+and replace_pointwise_convolutions (16-bit 1x1 convolutions as matrix products, for CUDA graphs).
 
-Imports run one way: matching (the matchers' shared vocabulary) <- activations, squeeze, fused_block
+Imports run one way: matching (the matchers' shared vocabulary), pointwise <- activations, squeeze, fused_block
 <- timm_blocks, torchvision_blocks <- ghost_blocks, conv_layer_blocks, bottleneck_blocks <- batchnorm,
 blocks <- this module.
 """
@@ -17,11 +18,12 @@ from .blocks import fuse_blocks
 from .bottleneck_blocks import FusedLinearBottleneck, FusedOsaBlock, FusedStarBlock
 from .fused_block import FusedInvertedResidual
 from .ghost_blocks import FusedGhostBottleneck
+from .pointwise import PointwiseConv2d, replace_pointwise_convolutions
 from .squeeze import fuse_squeeze_excitation
 
 __all__ = ["replace_activations", "fuse_batchnorm_activation", "fuse_squeeze_excitation", "FusedInvertedResidual",
            "FusedGhostBottleneck", "FusedLinearBottleneck", "FusedStarBlock", "FusedOsaBlock",
-           "fuse_blocks", "optimize_for_inference"]
+           "fuse_blocks", "PointwiseConv2d", "replace_pointwise_convolutions", "optimize_for_inference"]
 
 
 def optimize_for_inference(model: nn.Module) -> dict[str, int]:

@@ -19,6 +19,7 @@ from ..functional import (hardsigmoid_gate, residual_activation, scale_shift_act
                           scale_shift_residual_activation)
 from ..modules import BatchNormActivation
 from .matching import _depthwise_filter, _folded_norm
+from .pointwise import PointwiseConv2d
 
 __all__ = ["FusedInvertedResidual"]
 
@@ -184,17 +185,18 @@ class FusedInvertedResidual(nn.Module):
 
     def _one_call_plan_for(self, modules: tuple) -> tuple:
         """(modules, sources, settings, hook dicts) of the one-call forward for these submodules, sources
-        None where it does not apply: a convolution other than an nn.Conv2d with zero padding given as
-        numbers, a norm other than a BatchNormActivation, a squeeze-excitation other than nn.Conv2d
-        or nn.Linear products around an nn.ReLU, or a submodule whose forward was replaced on the
-        instance (seen when the plan is made). sources: (dict, key) of each of the 16 tensors (the
+        None where it does not apply: a convolution other than an nn.Conv2d or PointwiseConv2d with zero
+        padding given as numbers, a norm other than a BatchNormActivation, a squeeze-excitation other
+        than nn.Conv2d (or PointwiseConv2d) or nn.Linear products around an nn.ReLU, or a submodule
+        whose forward was replaced on the instance (seen when the plan is made). sources: (dict, key) of each of the 16 tensors (the
         dicts nn.Module keeps, whose entries .to() and load_state_dict update in place); settings:
         the C++ call's tuple, read here once: nothing changes a convolution's stride or padding or a
         BatchNormActivation's activation after construction."""
         convolutions, norms = (self.conv1, self.conv2, self.conv3), (self.norm1, self.norm2, self.norm3)
         called = [m for m in (*convolutions, *norms, self.se_activation) if m is not None]
         refused = (modules, None, None, ())
-        if any(type(conv) is not nn.Conv2d or conv.padding_mode != "zeros" or not isinstance(conv.padding, tuple)
+        if any(type(conv) not in (nn.Conv2d, PointwiseConv2d) or conv.padding_mode != "zeros"
+               or not isinstance(conv.padding, tuple)
                or not all(type(p) is int for p in conv.padding) for conv in convolutions if conv is not None):
             return refused
         if any(type(norm) is not BatchNormActivation for norm in norms if norm is not None):
@@ -204,7 +206,8 @@ class FusedInvertedResidual(nn.Module):
         squeeze = None
         if self.se_reduce is not None:
             if not self.se_relu or type(self.se_activation) is not nn.ReLU or any(
-                    type(m) not in (nn.Conv2d, nn.Linear) for m in (self.se_reduce, self.se_expand)):
+                    type(m) not in (nn.Conv2d, PointwiseConv2d, nn.Linear)
+                    for m in (self.se_reduce, self.se_expand)):
                 return refused
             squeeze = bool(self.se_activation.inplace)
         absent = (_ABSENT, None)
@@ -217,7 +220,7 @@ class FusedInvertedResidual(nn.Module):
 
         def conv_settings(conv):
             return None if conv is None else (tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation),
-                                              int(conv.groups))
+                                              int(conv.groups), type(conv) is PointwiseConv2d)
 
         def norm_settings(norm):
             return None if norm is None else (norm.activation, float(norm.min_val), float(norm.max_val))

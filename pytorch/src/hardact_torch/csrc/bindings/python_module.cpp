@@ -13,6 +13,7 @@
 #include "ops/fused_block_forward.h"
 #include "ops/gated_activation.h"
 #include "ops/linear_activation.h"
+#include "ops/pointwise_convolution.h"
 
 #include <ATen/ATen.h>
 #include <ATen/PythonTorchFunctionTLS.h>
@@ -290,7 +291,8 @@ bool bool_argument(PyObject* object) {
 }
 
 /// _linear_activation(x, weight, bias, relu, tf32) -> Tensor: fuse_blocks' float32 excitation
-/// products (linear_activation.h); not an operator: inference only, never traced.
+/// products and the tests' check of the 16-bit ones (linear_activation.h); not an operator:
+/// inference only, never traced.
 PyObject* linear_activation(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
   expect_arguments("_linear_activation", nargs, 5);
@@ -399,13 +401,18 @@ std::array<int64_t, 2> int_pair(PyObject* object) {
   return {int_argument(PyTuple_GET_ITEM(object, 0)), int_argument(PyTuple_GET_ITEM(object, 1))};
 }
 
-/// (stride, padding, dilation, groups) with the weight and bias.
+/// (stride, padding, dilation, groups, pointwise) with the weight and bias.
 BlockConvolution block_convolution(PyObject* settings, const c10::optional<Tensor>& weight,
                                    c10::optional<Tensor> bias) {
-  block_tuple(settings, 4, "a convolution's settings are (stride, padding, dilation, groups)");
+  block_tuple(settings, 5, "a convolution's settings are (stride, padding, dilation, groups, pointwise)");
   if (!weight.has_value()) block_argument_error("a convolution needs its weight");
-  return {*weight, std::move(bias), int_pair(PyTuple_GET_ITEM(settings, 0)), int_pair(PyTuple_GET_ITEM(settings, 1)),
-          int_pair(PyTuple_GET_ITEM(settings, 2)), int_argument(PyTuple_GET_ITEM(settings, 3))};
+  return {*weight,
+          std::move(bias),
+          int_pair(PyTuple_GET_ITEM(settings, 0)),
+          int_pair(PyTuple_GET_ITEM(settings, 1)),
+          int_pair(PyTuple_GET_ITEM(settings, 2)),
+          int_argument(PyTuple_GET_ITEM(settings, 3)),
+          bool_argument(PyTuple_GET_ITEM(settings, 4))};
 }
 
 /// (activation, min_val, max_val) with the scale and shift.
@@ -491,8 +498,9 @@ void store_depthwise_cache(PyObject* cache, const std::array<int64_t, 6>& key, B
 /// calls would go through it).
 ///   tensors: 16 tensors or None (kBlockTensors);
 ///   settings: (conv1, norm1, conv2, norm2, squeeze, conv3, norm3), a convolution's (stride,
-///             padding, dilation, groups), a norm's (activation, min_val, max_val), conv1 and norm1
-///             None without an expansion, squeeze None without one, else the ReLU's inplace flag;
+///             padding, dilation, groups, whether it is a PointwiseConv2d), a norm's (activation,
+///             min_val, max_val), conv1 and norm1 None without an expansion, squeeze None without
+///             one, else the ReLU's inplace flag;
 ///   depthwise_filter: (kernel_size, stride, pad_h, pad_w) or None;
 ///   depthwise_cache: a list [key or None, taps, scale, shift].
 PyObject* fused_inverted_residual_forward(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
@@ -571,6 +579,37 @@ PyObject* fused_inverted_residual_forward(PyObject* /*module*/, PyObject* const*
   END_HANDLE_TH_ERRORS
 }
 
+// ---- _pointwise_conv2d: PointwiseConv2d.forward ------------------------------------------------------
+
+constexpr const char* kPointwise = "_pointwise_conv2d";
+
+/// _pointwise_conv2d(x, weight, bias, stride, padding, dilation, groups) -> Tensor, or None where
+/// PointwiseConv2d's own nn.Conv2d forward must run: x or a parameter not an exact torch.Tensor (or
+/// nn.Parameter), or a __torch_function__ mode on (F.conv2d would go through it). Else F.conv2d's
+/// result (pointwise_convolution.h: one matrix product where it applies, else at::conv2d, which
+/// records autograd as F.conv2d does).
+PyObject* pointwise_conv2d(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  expect_arguments(kPointwise, nargs, 7);
+  if (!THPVariable_CheckExact(args[0]) || !THPVariable_CheckExact(args[1]) ||
+      (args[2] != Py_None && !THPVariable_CheckExact(args[2])) || at::impl::torch_function_mode_enabled()) {
+    Py_RETURN_NONE;
+  }
+  const Tensor& x = THPVariable_Unpack(args[0]);
+  const Tensor& weight = THPVariable_Unpack(args[1]);
+  c10::optional<Tensor> bias;
+  if (args[2] != Py_None) bias = THPVariable_Unpack(args[2]);
+  const std::array<int64_t, 2> stride = int_pair(args[3]), padding = int_pair(args[4]), dilation = int_pair(args[5]);
+  const int64_t groups = int_argument(args[6]);
+  Tensor out;
+  {
+    const GilRelease no_gil;
+    out = hardact_torch::pointwise_convolution(x, weight, bias, stride, padding, dilation, groups);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
 template <class Function>
 PyMethodDef fastcall(const char* name, Function function, const char* doc) {
   return {name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(function)), METH_FASTCALL, doc};
@@ -608,7 +647,11 @@ PyMethodDef methods[] = {
              "bias_activation_product(x, bias, other, other_bias, activation, min_val, max_val) -> Tensor"),
     fastcall("_linear_activation", linear_activation,
              "_linear_activation(x, weight, bias, relu, tf32) -> Tensor: relu?(x @ weight.T + bias), float32, "
-             "TF32 products where tf32; inference only"),
+             "float16 or bfloat16, float32's products in TF32 where tf32; inference only"),
+    fastcall("_pointwise_conv2d", pointwise_conv2d,
+             "_pointwise_conv2d(x, weight, bias, stride, padding, dilation, groups) -> Tensor or None: "
+             "F.conv2d's result, one matrix product for a 1x1 convolution on channels-last 16-bit x where no "
+             "gradient is wanted; None for a tensor subclass or under a __torch_function__ mode"),
     fastcall("_depthwise_conv_scale_shift_activation", depthwise_conv_scale_shift_activation,
              "_depthwise_conv_scale_shift_activation(x, taps, scale, shift, kernel_size, stride, pad_h, pad_w, "
              "activation, min_val, max_val, with_mean, concatenate_input) -> (y, mean or None): "

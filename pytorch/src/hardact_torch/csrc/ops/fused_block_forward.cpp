@@ -4,7 +4,8 @@
 // time (module calls, attribute look-ups, argument parsing per op), so eager inference waits on
 // the host. Here the same operators run from C++ in the order FusedInvertedResidual.forward runs
 // them where no gradient is wanted: at::conv2d with nn.Conv2d's arguments (the op F.conv2d calls,
-// so cuDNN sees the same call and picks the same algorithm), the hardact operators through their
+// so cuDNN sees the same call and picks the same algorithm) or a PointwiseConv2d's
+// pointwise_convolution, the hardact operators through their
 // dispatcher handles (as the _C bindings call them: autograd kernels and dispatch modes still
 // apply), the depthwise stage and linear_activation directly (as their bindings do). Every branch
 // below is the Python forward's, named after the method it mirrors (TUNING.md#package-fused-ops).
@@ -12,6 +13,7 @@
 #include "ops/fused_block_forward.h"
 #include "ops/depthwise_conv.h"
 #include "ops/linear_activation.h"
+#include "ops/pointwise_convolution.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
@@ -58,8 +60,12 @@ Tensor hardsigmoid_gate(const Tensor& x, const Tensor& gate) {
   return op.call(x, gate);
 }
 
-/// nn.Conv2d's forward with zero padding: F.conv2d(x, weight, bias, stride, padding, dilation, groups).
+/// nn.Conv2d's forward with zero padding: F.conv2d(x, weight, bias, stride, padding, dilation, groups);
+/// a PointwiseConv2d's where the module is one.
 Tensor convolution(const Tensor& x, const BlockConvolution& conv) {
+  if (conv.pointwise) {
+    return pointwise_convolution(x, conv.weight, conv.bias, conv.stride, conv.padding, conv.dilation, conv.groups);
+  }
   return at::conv2d(x, conv.weight, conv.bias, conv.stride, conv.padding, conv.dilation, conv.groups);
 }
 

@@ -10,7 +10,8 @@
 
 namespace hardact_torch {
 
-/// One of the block's nn.Conv2d (zero padding given as numbers): F.conv2d's arguments.
+/// One of the block's nn.Conv2d (zero padding given as numbers): F.conv2d's arguments, and whether it
+/// is a PointwiseConv2d (whose forward is pointwise_convolution).
 struct BlockConvolution {
   at::Tensor weight;
   c10::optional<at::Tensor> bias;
@@ -18,6 +19,7 @@ struct BlockConvolution {
   std::array<int64_t, 2> padding;
   std::array<int64_t, 2> dilation;
   int64_t groups;
+  bool pointwise = false;
 };
 
 /// One of the block's BatchNormActivation: scale_shift_activation's arguments after x.
@@ -71,7 +73,7 @@ struct FusedBlock {
 
 /// FusedInvertedResidual.forward for CUDA x where no gradient is wanted, not under torch.compile and
 /// not under autocast: the same operators in the same order with the same arguments (at::conv2d as
-/// F.conv2d calls it, the hardact operators through their dispatcher handles as the _C bindings
+/// F.conv2d calls it, or pointwise_convolution as a PointwiseConv2d calls it, the hardact operators through their dispatcher handles as the _C bindings
 /// call them, the depthwise stage and linear_activation directly), so the same kernels and bits.
 /// Where the depthwise stage is taken without current float32 forms, makes them and sets `made`.
 at::Tensor fused_inverted_residual_forward(const at::Tensor& x, FusedBlock& block);

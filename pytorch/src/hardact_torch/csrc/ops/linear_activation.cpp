@@ -1,12 +1,14 @@
-// linear_activation: activation(x @ weight.T + bias) for float32 matrices, one cuBLASLt call with its
-// bias (and ReLU) epilogue, the products in TF32 or in full float32 as the caller says.
+// linear_activation: activation(x @ weight.T + bias) for float32, float16 and bfloat16 matrices, one
+// cuBLASLt call with its bias (and ReLU) epilogue; float32 products in TF32 or in full float32 as the
+// caller says, 16-bit ones accumulated in float32.
 //
 // Why not F.linear: PyTorch chooses TF32 for float32 matrix products from one process-wide setting
 // (torch.backends.cuda.matmul.allow_tf32, off by default). A squeeze-excitation's 1x1 convolutions,
 // which fuse_blocks computes as matrix products on the (N, C) mean, ran under cuDNN's setting
 // (torch.backends.cudnn.allow_tf32, on by default). Following cuDNN's setting per call keeps the
 // precision the convolutions had, at the cost of one kernel per product where the convolutions
-// took two or three (TUNING.md#package-fused-ops).
+// took two or three (TUNING.md#package-fused-ops). The 16-bit forms are the rewrite's 1x1
+// convolutions as matrix products (pointwise_convolution.cpp), called per layer of an eager forward.
 //
 // The descriptors and the algorithm cuBLASLt's heuristic chose are kept per calling thread for each
 // shape, setting and alignment (a plan): a network calls the same few shapes over and over, and the
@@ -68,13 +70,14 @@ std::uint32_t alignment_of(const void* pointer) {
 /// algorithm may assume and the workspace it may use.
 struct PlanKey {
   int device;
+  cudaDataType_t type;
   std::int64_t m, n, k;
   bool bias, relu, tf32;
   std::uint32_t alignment_a, alignment_b, alignment_d;
   std::size_t workspace_bytes;
 
   bool operator==(const PlanKey& o) const {
-    return device == o.device && m == o.m && n == o.n && k == o.k && bias == o.bias && relu == o.relu &&
+    return device == o.device && type == o.type && m == o.m && n == o.n && k == o.k && bias == o.bias && relu == o.relu &&
            tf32 == o.tf32 && alignment_a == o.alignment_a && alignment_b == o.alignment_b &&
            alignment_d == o.alignment_d && workspace_bytes == o.workspace_bytes;
   }
@@ -86,7 +89,7 @@ struct PlanKeyHash {
     const auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
     mix(std::hash<std::int64_t>{}(key.n));
     mix(std::hash<std::int64_t>{}(key.k));
-    mix(static_cast<std::size_t>(key.device) << 8 | (key.bias ? 4u : 0u) | (key.relu ? 2u : 0u) | (key.tf32 ? 1u : 0u));
+    mix(static_cast<std::size_t>(key.type) << 40 | static_cast<std::size_t>(key.device) << 8 | (key.bias ? 4u : 0u) | (key.relu ? 2u : 0u) | (key.tf32 ? 1u : 0u));
     mix(static_cast<std::size_t>(key.alignment_a) << 32 | static_cast<std::size_t>(key.alignment_b) << 16 |
         key.alignment_d);
     mix(key.workspace_bytes);
@@ -102,7 +105,9 @@ struct Plan {
   bool found = false;
 };
 
-constexpr std::size_t max_plans_per_thread = 256;
+// A network's 1x1 convolutions are a plan per shape and batch size (fbnetv3_b has 57 such layers):
+// room for a server's few batch sizes of a few networks.
+constexpr std::size_t max_plans_per_thread = 2048;
 
 /// Points the plan's bias epilogue at this call's bias (the plan outlives the tensor it was made with).
 void set_bias(const Plan& plan, const void* bias_pointer) {
@@ -132,9 +137,9 @@ std::unique_ptr<Plan> make_plan(const PlanKey& key, const void* bias_pointer, cu
   check_cublas(
       cublasLtMatmulDescSetAttribute(plan->desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
       "setting the epilogue");
-  check_cublas(cublasLtMatrixLayoutCreate(plan->a_layout.out(), CUDA_R_32F, key.k, key.m, key.k), "the weight's layout");
-  check_cublas(cublasLtMatrixLayoutCreate(plan->b_layout.out(), CUDA_R_32F, key.k, key.n, key.k), "x's layout");
-  check_cublas(cublasLtMatrixLayoutCreate(plan->d_layout.out(), CUDA_R_32F, key.m, key.n, key.m), "the output's layout");
+  check_cublas(cublasLtMatrixLayoutCreate(plan->a_layout.out(), key.type, key.k, key.m, key.k), "the weight's layout");
+  check_cublas(cublasLtMatrixLayoutCreate(plan->b_layout.out(), key.type, key.k, key.n, key.k), "x's layout");
+  check_cublas(cublasLtMatrixLayoutCreate(plan->d_layout.out(), key.type, key.m, key.n, key.m), "the output's layout");
 
   Preference preference;
   check_cublas(cublasLtMatmulPreferenceCreate(preference.out()), "cublasLtMatmulPreferenceCreate");
@@ -175,12 +180,14 @@ at::Tensor linear_activation(const at::Tensor& x, const at::Tensor& weight, cons
   TORCH_CHECK_VALUE(x.is_cuda() && x.dim() == 2 && weight.dim() == 2 && weight.size(1) == x.size(1) &&
                         weight.device() == x.device(),
                     "hardact linear_activation: expected CUDA x of shape (N, K) and weight (M, K) on its device");
-  TORCH_CHECK_TYPE(x.scalar_type() == at::kFloat && weight.scalar_type() == at::kFloat,
-                   "hardact linear_activation: float32 only");
+  const at::ScalarType dtype = x.scalar_type();
+  TORCH_CHECK_TYPE((dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16) &&
+                       weight.scalar_type() == dtype,
+                   "hardact linear_activation: expected float32, float16 or bfloat16 x and weight of one dtype");
   if (bias.has_value()) {
     TORCH_CHECK_VALUE(bias->dim() == 1 && bias->size(0) == weight.size(0) && bias->device() == x.device() &&
-                          bias->scalar_type() == at::kFloat,
-                      "hardact linear_activation: expected a float32 bias of shape (M,) on x's device");
+                          bias->scalar_type() == dtype,
+                      "hardact linear_activation: expected a bias of shape (M,) on x's device, of x's dtype");
   }
   const c10::cuda::CUDAGuard guard(x.device());
   const at::Tensor a = weight.contiguous();  // (M, K) row-major: K x M column-major, transposed
@@ -195,7 +202,9 @@ at::Tensor linear_activation(const at::Tensor& x, const at::Tensor& weight, cons
   void* const workspace = at::cuda::getCUDABlasLtWorkspace();
   const cublasLtHandle_t handle = at::cuda::getCurrentCUDABlasLtHandle();
   const void* const bias_pointer = bias.has_value() ? bias_values.const_data_ptr() : nullptr;
-  const PlanKey key{static_cast<int>(x.get_device()), m, n, k, bias.has_value(), relu, tf32,
+  const cudaDataType_t type = dtype == at::kFloat ? CUDA_R_32F : dtype == at::kHalf ? CUDA_R_16F : CUDA_R_16BF;
+  const PlanKey key{static_cast<int>(x.get_device()), type, m, n, k, bias.has_value(), relu,
+                    tf32 && dtype == at::kFloat,
                     alignment_of(a.const_data_ptr()), alignment_of(b.const_data_ptr()),
                     alignment_of(out.const_data_ptr()), workspace_bytes};
   // Per thread: a plan's bias pointer is set on its descriptor by each call.

@@ -1,5 +1,5 @@
-// activation(x @ weight.T + bias) for float32 matrices on cuBLASLt, TF32 or not by the caller's choice
-// (linear_activation.cpp says why).
+// activation(x @ weight.T + bias) for float32, float16 and bfloat16 matrices on cuBLASLt, float32's TF32
+// or not by the caller's choice (linear_activation.cpp says why).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -7,9 +7,10 @@
 
 namespace hardact_torch {
 
-/// out (N, M) = relu?(x @ weight.T + bias) for CUDA float32 x (N, K), weight (M, K), bias (M,) or
-/// none, in one cuBLASLt call (bias and ReLU in its epilogue) on the current stream; the products in
-/// TF32 where `tf32`, else in float32. Shapes cuBLASLt has no algorithm for go through ATen, whose
+/// out (N, M) = relu?(x @ weight.T + bias) for CUDA x (N, K), weight (M, K) and bias (M,) or none, all
+/// float32, float16 or bfloat16, in one cuBLASLt call (bias and ReLU in its epilogue) on the current
+/// stream. float32 products in TF32 where `tf32`, else in float32; 16-bit ones accumulate in float32
+/// and round once (`tf32` unused). Shapes cuBLASLt has no algorithm for go through ATen, whose
 /// float32 products follow torch.backends.cuda.matmul.allow_tf32. Inference only: no autograd.
 at::Tensor linear_activation(const at::Tensor& x, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                              bool relu, bool tf32);
