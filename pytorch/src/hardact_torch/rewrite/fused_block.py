@@ -188,10 +188,11 @@ class FusedInvertedResidual(nn.Module):
         None where it does not apply: a convolution other than an nn.Conv2d or PointwiseConv2d with zero
         padding given as numbers, a norm other than a BatchNormActivation, a squeeze-excitation other
         than nn.Conv2d (or PointwiseConv2d) or nn.Linear products around an nn.ReLU, or a submodule
-        whose forward was replaced on the instance (seen when the plan is made). sources: (dict, key) of each of the 16 tensors (the
-        dicts nn.Module keeps, whose entries .to() and load_state_dict update in place); settings:
-        the C++ call's tuple, read here once: nothing changes a convolution's stride or padding or a
-        BatchNormActivation's activation after construction."""
+        whose forward was replaced on the instance (seen when the plan is made). sources: (dict, key)
+        of each of the 16 tensors (the dicts nn.Module keeps, whose entries .to() and load_state_dict
+        update in place); settings: the C++ call's tuple, read here once: nothing changes a
+        convolution's stride or padding or a BatchNormActivation's activation after construction
+        (replace_pointwise_convolutions, which changes a convolution's class, drops the plan)."""
         convolutions, norms = (self.conv1, self.conv2, self.conv3), (self.norm1, self.norm2, self.norm3)
         called = [m for m in (*convolutions, *norms, self.se_activation) if m is not None]
         refused = (modules, None, None, ())

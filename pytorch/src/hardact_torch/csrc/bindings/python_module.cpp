@@ -579,12 +579,12 @@ PyObject* fused_inverted_residual_forward(PyObject* /*module*/, PyObject* const*
   END_HANDLE_TH_ERRORS
 }
 
-// ---- _pointwise_conv2d: PointwiseConv2d.forward ------------------------------------------------------
+// ---- _pointwise_conv2d: PointwiseConv2d's convolution ----------------------------------------------
 
 constexpr const char* kPointwise = "_pointwise_conv2d";
 
 /// _pointwise_conv2d(x, weight, bias, stride, padding, dilation, groups) -> Tensor, or None where
-/// PointwiseConv2d's own nn.Conv2d forward must run: x or a parameter not an exact torch.Tensor (or
+/// nn.Conv2d's own convolution must run: x or a parameter not an exact torch.Tensor (or
 /// nn.Parameter), or a __torch_function__ mode on (F.conv2d would go through it). Else F.conv2d's
 /// result (pointwise_convolution.h: one matrix product where it applies, else at::conv2d, which
 /// records autograd as F.conv2d does).

@@ -5,9 +5,9 @@
 // the host. Here the same operators run from C++ in the order FusedInvertedResidual.forward runs
 // them where no gradient is wanted: at::conv2d with nn.Conv2d's arguments (the op F.conv2d calls,
 // so cuDNN sees the same call and picks the same algorithm) or a PointwiseConv2d's
-// pointwise_convolution, the hardact operators through their
-// dispatcher handles (as the _C bindings call them: autograd kernels and dispatch modes still
-// apply), the depthwise stage and linear_activation directly (as their bindings do). Every branch
+// pointwise_convolution, the hardact operators through their dispatcher handles (as the _C
+// bindings call them: autograd kernels and dispatch modes still apply), the depthwise stage and
+// linear_activation directly (as their bindings do). Every branch
 // below is the Python forward's, named after the method it mirrors (TUNING.md#package-fused-ops).
 
 #include "ops/fused_block_forward.h"

@@ -73,8 +73,9 @@ struct FusedBlock {
 
 /// FusedInvertedResidual.forward for CUDA x where no gradient is wanted, not under torch.compile and
 /// not under autocast: the same operators in the same order with the same arguments (at::conv2d as
-/// F.conv2d calls it, or pointwise_convolution as a PointwiseConv2d calls it, the hardact operators through their dispatcher handles as the _C bindings
-/// call them, the depthwise stage and linear_activation directly), so the same kernels and bits.
+/// F.conv2d calls it, or pointwise_convolution as a PointwiseConv2d calls it, the hardact operators
+/// through their dispatcher handles as the _C bindings call them, the depthwise stage and
+/// linear_activation directly), so the same kernels and bits.
 /// Where the depthwise stage is taken without current float32 forms, makes them and sets `made`.
 at::Tensor fused_inverted_residual_forward(const at::Tensor& x, FusedBlock& block);
 

@@ -77,8 +77,8 @@ struct PlanKey {
   std::size_t workspace_bytes;
 
   bool operator==(const PlanKey& o) const {
-    return device == o.device && type == o.type && m == o.m && n == o.n && k == o.k && bias == o.bias && relu == o.relu &&
-           tf32 == o.tf32 && alignment_a == o.alignment_a && alignment_b == o.alignment_b &&
+    return device == o.device && type == o.type && m == o.m && n == o.n && k == o.k && bias == o.bias &&
+           relu == o.relu && tf32 == o.tf32 && alignment_a == o.alignment_a && alignment_b == o.alignment_b &&
            alignment_d == o.alignment_d && workspace_bytes == o.workspace_bytes;
   }
 };
@@ -89,7 +89,8 @@ struct PlanKeyHash {
     const auto mix = [&h](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
     mix(std::hash<std::int64_t>{}(key.n));
     mix(std::hash<std::int64_t>{}(key.k));
-    mix(static_cast<std::size_t>(key.type) << 40 | static_cast<std::size_t>(key.device) << 8 | (key.bias ? 4u : 0u) | (key.relu ? 2u : 0u) | (key.tf32 ? 1u : 0u));
+    mix(static_cast<std::size_t>(key.type) << 40 | static_cast<std::size_t>(key.device) << 8 |
+        (key.bias ? 4u : 0u) | (key.relu ? 2u : 0u) | (key.tf32 ? 1u : 0u));
     mix(static_cast<std::size_t>(key.alignment_a) << 32 | static_cast<std::size_t>(key.alignment_b) << 16 |
         key.alignment_d);
     mix(key.workspace_bytes);

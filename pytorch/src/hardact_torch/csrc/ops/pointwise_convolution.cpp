@@ -5,8 +5,8 @@
 // tensor already is, times the weight. On the H200, cuDNN's 16-bit 1x1 convolutions (cudnn.benchmark
 // on) took up to 1.6x the time of the same products on cuBLAS at batches 1 to 8, and whole networks
 // in a CUDA graph ran faster with their 1x1 convolutions as products; float32 gained on some
-// networks and lost on others, so it stays with cuDNN. Channel counts that
-// are not multiples of 8 leave rows unaligned to 16 bytes, where cuBLAS's kernels lost (ReXNet)
+// networks and lost on others, so it stays with cuDNN. Channel counts that are not multiples of 8
+// leave rows unaligned to 16 bytes, where cuBLAS's kernels lost (ReXNet)
 // (TUNING.md#package-pointwise-convolutions).
 
 #include "ops/pointwise_convolution.h"
