@@ -14,9 +14,10 @@ of float64; on channels-last float16/bfloat16 input, where no gradient is wanted
 the product's bits (the (N * H * W, C) view times the weight), within the rounding of cuDNN's
 convolution of float64's, as a channels-last tensor, at batch 1 and odd sizes, with and without a
 bias; float32, a channels-first input, a gradient wanted and autocast run nn.Conv2d's forward, bit
-for bit, and the gradients reach the input and the weight. Five networks rewritten, then changed,
-in bfloat16 and float16 at batch 1 and 3: within 4 x the original's own error of float64, a
-channels-first input too, and a CUDA graph replaying eager's bits.
+for bit, and the gradients reach the input and the weight; torch.jit.trace records the
+convolution. Five networks rewritten, then changed, in bfloat16 and float16 at batch 1 and 3:
+within 4 x the original's own error of float64, a channels-first input too, and a CUDA graph
+replaying eager's bits.
 """
 
 from __future__ import annotations
@@ -196,6 +197,20 @@ def test_pointwise_forward_is_the_product(checks, generator) -> None:
         with torch.no_grad():
             checks.record(bit_report(conv32(x32), F.conv2d(x32, conv32.weight, conv32.bias)),
                           "float32: nn.Conv2d's forward, bit for bit")
+
+
+@pytest.mark.cuda
+def test_trace_records_the_convolution(checks, generator) -> None:
+    """torch.jit.trace records nn.Conv2d's convolution (the product is no operator a trace could
+    record): the trace run on another input gives F.conv2d's bits."""
+    conv = nn.Conv2d(16, 24, 1).to("cuda", torch.bfloat16)
+    ha.replace_pointwise_convolutions(nn.Sequential(conv))
+    x, other = (torch.randn(2, 16, 9, 7, device="cuda", generator=generator).to(torch.bfloat16)
+                .contiguous(memory_format=torch.channels_last) for _ in range(2))
+    with torch.no_grad():
+        traced = torch.jit.trace(conv, x)
+        checks.record(bit_report(traced(other), F.conv2d(other, conv.weight, conv.bias)),
+                      "torch.jit.trace: the convolution recorded, F.conv2d's bits on another input")
 
 
 # (library, model): networks whose 1x1 convolutions run as module calls, in the one-call block

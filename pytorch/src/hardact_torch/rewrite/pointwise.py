@@ -18,17 +18,20 @@ _ALIGNED_CHANNELS = 8  # 16 bytes of a 16-bit row: unaligned rows ran slower as 
 class PointwiseConv2d(nn.Conv2d):
     """An nn.Conv2d with a 1x1 filter at stride 1, no padding, dilation 1 and one group, whose input and
     output channels are multiples of 8 (replace_pointwise_convolutions makes them). On a channels-last
-    float16 or bfloat16 CUDA tensor, where no gradient is wanted, not under torch.compile or
-    autocast, its convolution (_conv_forward: the module's forward, and the fused blocks' calls with
-    a weight of their own) is one cuBLASLt matrix product on the (N * H * W, C) matrix the tensor
-    is, times the (C_out, C) weight transposed, plus the bias (_C._pointwise_conv2d); the output is
-    the channels-last (N, C_out, H, W) view of the product. cuDNN's 16-bit 1x1 convolutions took up
-    to 1.6x its time at small batches (TUNING.md#package-pointwise-convolutions). Elsewhere (float32,
-    another layout, a gradient wanted) it is nn.Conv2d's, whose results it matches to rounding: the
-    products sum in another order than cuDNN's convolution."""
+    float16 or bfloat16 CUDA tensor, where no gradient is wanted, not under torch.compile,
+    torch.jit.trace or autocast, its convolution (_conv_forward: the module's forward, and the fused
+    blocks' calls with a weight of their own) is one cuBLASLt matrix product on the (N * H * W, C)
+    matrix the tensor is, times the (C_out, C) weight transposed, plus the bias
+    (_C._pointwise_conv2d); the output is the channels-last (N, C_out, H, W) view of the product.
+    cuDNN's 16-bit 1x1 convolutions took up to 1.6x its time at small batches
+    (TUNING.md#package-pointwise-convolutions). Elsewhere (float32, another layout, a gradient
+    wanted) it is nn.Conv2d's, whose results it matches to rounding: the products sum in another
+    order than cuDNN's convolution."""
 
     def _conv_forward(self, input: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        if type(input) is torch.Tensor and input.dtype in _PRODUCT_DTYPES and not _is_compiling():
+        # The product is one cuBLASLt call, no operator: torch.compile and torch.jit.trace see the convolution.
+        if type(input) is torch.Tensor and input.dtype in _PRODUCT_DTYPES and not _is_compiling() \
+                and not torch._C._get_tracing_state():
             out = _C._pointwise_conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
             if out is not None:
                 return out
