@@ -22,7 +22,7 @@ class PointwiseConv2d(nn.Conv2d):
     torch.jit.trace or autocast, its convolution (_conv_forward: the module's forward, and the fused
     blocks' calls with a weight of their own) is one cuBLASLt matrix product on the (N * H * W, C)
     matrix the tensor is, times the (C_out, C) weight transposed, plus the bias
-    (_C._pointwise_conv2d); the output is the channels-last (N, C_out, H, W) view of the product.
+    (_C._pointwise_conv2d), written into a new channels-last (N, C_out, H, W) tensor.
     cuDNN's 16-bit 1x1 convolutions took up to 1.6x its time at small batches
     (TUNING.md#package-pointwise-convolutions). Elsewhere (float32, another layout, a gradient
     wanted) it is nn.Conv2d's, whose results it matches to rounding: the products sum in another
@@ -50,8 +50,9 @@ def replace_pointwise_convolutions(model: nn.Module) -> int:
     group and channels in multiples of 8 a PointwiseConv2d, in place: the module itself changes class
     (its parameters, buffers, hooks and state_dict keys stay, and every block holding it sees the
     change). Returns how many. Not part of optimize_for_inference: on the H200 a CUDA graph of the
-    rewrite ran 1.00-1.12x as fast with it, but eager, where blocks run in Python, 0.91-1.00x: the
-    products' path costs more host time than cuDNN's (TUNING.md#package-pointwise-convolutions)."""
+    rewrite ran 1.00-1.12x as fast with it, eager StarNet 0.99-1.12x and VoVNet 1.03-1.22x (medians of
+    wide spreads), but eager is not measured on every family, nor anything on the H100
+    (TUNING.md#package-pointwise-convolutions)."""
     count = 0
     for module in model.modules():
         if _is_pointwise(module):
@@ -59,6 +60,6 @@ def replace_pointwise_convolutions(model: nn.Module) -> int:
             count += 1
     if count:
         for module in model.modules():
-            if "_one_call_plan" in module.__dict__:  # a FusedInvertedResidual's plan names its convolutions' types
+            if "_one_call_plan" in module.__dict__:  # a fused block's one-call plan names its convolutions' types
                 module._one_call_plan = None
     return count

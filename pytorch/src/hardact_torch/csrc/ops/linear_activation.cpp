@@ -176,6 +176,34 @@ at::Tensor aten_linear_activation(const at::Tensor& x, const at::Tensor& weight,
 
 }  // namespace
 
+bool product_into(const void* x, const void* weight, const void* bias, void* out, std::int64_t n, std::int64_t m,
+                  std::int64_t k, at::ScalarType dtype, c10::DeviceIndex device, bool relu, bool tf32) {
+  const std::size_t workspace_bytes = at::cuda::getCUDABlasLtWorkspaceSize();
+  void* const workspace = at::cuda::getCUDABlasLtWorkspace();
+  const cublasLtHandle_t handle = at::cuda::getCurrentCUDABlasLtHandle();
+  const cudaDataType_t type = dtype == at::kFloat ? CUDA_R_32F : dtype == at::kHalf ? CUDA_R_16F : CUDA_R_16BF;
+  const PlanKey key{static_cast<int>(device), type, m, n, k, bias != nullptr, relu, tf32 && dtype == at::kFloat,
+                    alignment_of(weight), alignment_of(x), alignment_of(out), workspace_bytes};
+  // Per thread: a plan's bias pointer is set on its descriptor by each call.
+  thread_local std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
+  auto entry = plans.find(key);
+  if (entry == plans.end()) {
+    if (plans.size() >= max_plans_per_thread) plans.clear();
+    entry = plans.emplace(key, make_plan(key, bias, handle)).first;
+  } else if (key.bias && entry->second->found) {
+    set_bias(*entry->second, bias);
+  }
+  const Plan& plan = *entry->second;
+  if (!plan.found) return false;
+
+  const float one = 1.0f, zero = 0.0f;
+  check_cublas(cublasLtMatmul(handle, plan.desc.get(), &one, weight, plan.a_layout.get(), x, plan.b_layout.get(),
+                              &zero, out, plan.d_layout.get(), out, plan.d_layout.get(), &plan.algo, workspace,
+                              workspace_bytes, at::cuda::getCurrentCUDAStream()),
+               "cublasLtMatmul");
+  return true;
+}
+
 at::Tensor linear_activation(const at::Tensor& x, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                              bool relu, bool tf32) {
   TORCH_CHECK_VALUE(x.is_cuda() && x.dim() == 2 && weight.dim() == 2 && weight.size(1) == x.size(1) &&
@@ -198,34 +226,11 @@ at::Tensor linear_activation(const at::Tensor& x, const at::Tensor& weight, cons
   at::Tensor out = at::empty({n, m}, x.options());  // (N, M) row-major: M x N column-major
   at::Tensor bias_values;
   if (bias.has_value()) bias_values = bias->contiguous();
-
-  const std::size_t workspace_bytes = at::cuda::getCUDABlasLtWorkspaceSize();
-  void* const workspace = at::cuda::getCUDABlasLtWorkspace();
-  const cublasLtHandle_t handle = at::cuda::getCurrentCUDABlasLtHandle();
   const void* const bias_pointer = bias.has_value() ? bias_values.const_data_ptr() : nullptr;
-  const cudaDataType_t type = dtype == at::kFloat ? CUDA_R_32F : dtype == at::kHalf ? CUDA_R_16F : CUDA_R_16BF;
-  const PlanKey key{static_cast<int>(x.get_device()), type, m, n, k, bias.has_value(), relu,
-                    tf32 && dtype == at::kFloat,
-                    alignment_of(a.const_data_ptr()), alignment_of(b.const_data_ptr()),
-                    alignment_of(out.const_data_ptr()), workspace_bytes};
-  // Per thread: a plan's bias pointer is set on its descriptor by each call.
-  thread_local std::unordered_map<PlanKey, std::unique_ptr<Plan>, PlanKeyHash> plans;
-  auto entry = plans.find(key);
-  if (entry == plans.end()) {
-    if (plans.size() >= max_plans_per_thread) plans.clear();
-    entry = plans.emplace(key, make_plan(key, bias_pointer, handle)).first;
-  } else if (key.bias && entry->second->found) {
-    set_bias(*entry->second, bias_pointer);
+  if (!product_into(b.const_data_ptr(), a.const_data_ptr(), bias_pointer, out.data_ptr(), n, m, k, dtype,
+                    x.get_device(), relu, tf32)) {
+    return aten_linear_activation(x, weight, bias, relu);
   }
-  const Plan& plan = *entry->second;
-  if (!plan.found) return aten_linear_activation(x, weight, bias, relu);
-
-  const float one = 1.0f, zero = 0.0f;
-  check_cublas(cublasLtMatmul(handle, plan.desc.get(), &one, a.const_data_ptr(), plan.a_layout.get(),
-                              b.const_data_ptr(), plan.b_layout.get(), &zero, out.data_ptr(), plan.d_layout.get(),
-                              out.data_ptr(), plan.d_layout.get(), &plan.algo, workspace, workspace_bytes,
-                              at::cuda::getCurrentCUDAStream()),
-               "cublasLtMatmul");
   return out;
 }
 

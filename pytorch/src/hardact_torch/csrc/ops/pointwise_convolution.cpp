@@ -14,6 +14,7 @@
 
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/core/GradMode.h>
 
 #include <limits>
@@ -53,10 +54,21 @@ at::Tensor pointwise_convolution(const at::Tensor& x, const at::Tensor& weight, 
     return at::conv2d(x, weight, bias, stride, padding, dilation, groups);
   }
   const int64_t n = x.size(0), c = x.size(1), h = x.size(2), w = x.size(3), m = weight.size(0);
-  // Channels-last contiguous: (N, H, W, C) in memory, so both reshapes are views.
-  const at::Tensor rows = x.permute({0, 2, 3, 1}).reshape({n * h * w, c});
-  const at::Tensor out = linear_activation(rows, weight.reshape({m, c}), bias, /*relu=*/false, /*tf32=*/false);
-  return out.view({n, h, w, m}).permute({0, 3, 1, 2});
+  // Channels-last contiguous x is the (N * H * W, C) row-major matrix, a contiguous (M, C, 1, 1) weight
+  // the (M, C) one, and a channels-last (N, M, H, W) output the (N * H * W, M) product: one allocation
+  // and one call, no views (each view is a dispatcher call of host time on every layer of an eager
+  // forward: TUNING.md#package-pointwise-convolutions).
+  at::Tensor out = at::empty({n, m, h, w}, x.options().memory_format(at::MemoryFormat::ChannelsLast));
+  const c10::cuda::CUDAGuard guard(x.device());
+  const at::Tensor filter = weight.contiguous();
+  at::Tensor bias_values;
+  if (bias.has_value()) bias_values = bias->contiguous();
+  if (!product_into(x.const_data_ptr(), filter.const_data_ptr(),
+                    bias.has_value() ? bias_values.const_data_ptr() : nullptr, out.data_ptr(), n * h * w, m, c,
+                    x.scalar_type(), x.get_device(), /*relu=*/false, /*tf32=*/false)) {
+    return at::conv2d(x, weight, bias, stride, padding, dilation, groups);
+  }
+  return out;
 }
 
 }  // namespace hardact_torch

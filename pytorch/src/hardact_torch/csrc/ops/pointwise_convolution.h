@@ -19,9 +19,9 @@ bool pointwise_product_applies(const at::Tensor& x, const at::Tensor& weight, co
                                std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
                                std::array<int64_t, 2> dilation, int64_t groups);
 
-/// F.conv2d's result: where pointwise_product_applies, x's (N * H * W, C) view times the weight's
-/// (M, C) view transposed, plus the bias, in one cuBLASLt call (linear_activation), returned as the
-/// channels-last (N, M, H, W) view of the (N * H * W, M) product; else at::conv2d.
+/// F.conv2d's result: where pointwise_product_applies, the (N * H * W, C) matrix x is times the (M, C)
+/// weight transposed, plus the bias, in one cuBLASLt call (product_into, linear_activation's) written
+/// into a new channels-last (N, M, H, W) tensor, the (N * H * W, M) product; else at::conv2d.
 at::Tensor pointwise_convolution(const at::Tensor& x, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                                  std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
                                  std::array<int64_t, 2> dilation, int64_t groups);
