@@ -1,4 +1,5 @@
-"""Tests of FusedInvertedResidual's one-call forward (_C._fused_inverted_residual_forward): the whole
+"""Tests of the fused blocks' one-call forwards, FusedInvertedResidual's
+(_C._fused_inverted_residual_forward) and FusedStarBlock's (_C._fused_star_block_forward): a whole
 block's inference forward in C++, which must run the Python forward's kernels and give its bits.
 
     pytest pytorch/tests/test_fused_block_forward.py       # the tests marked cuda skip without a GPU
@@ -20,6 +21,15 @@ and 3, odd sizes: every block's output from the one call equals the Python forwa
 or a hook on a submodule runs the Python forward; the depthwise stage's float32 forms are made by
 the one call where none are current (after .to(), after an in-place change of the filter), with the
 Python forward's bits.
+
+FusedStarBlock, the same way: without a GPU, the binding's refusals and declines, the plan's
+refusals (a convolution subclass, an instance's _conv_forward), the meta device and torch.compile
+taking the Python forward, and the residual pass's scale in the bias's dtype; with a GPU, timm's
+starnet_s050, rewritten then cast and cast then rewritten, float32, bfloat16 and float16, with and
+without replace_pointwise_convolutions, both layouts, batch 1 and 3 at odd sizes: every block's
+output and the network's bit for bit the Python forward's, every block taking the one call, and
+the residual scale's bits those of the float32 scale it replaces; a gradient wanted and autocast
+run the Python forward.
 """
 
 from __future__ import annotations
@@ -43,27 +53,36 @@ MODELS = [("timm", "mobilenetv3_small_100"), ("timm", "lcnet_050"), ("torchvisio
 INPUTS = [(1, 97, 83), (3, 65, 71)]
 
 
-@pytest.fixture
-def one_call_counter(monkeypatch):
-    """Wraps the binding: counts["taken"] and counts["declined"] count its calls by result."""
+def counted(monkeypatch, name: str) -> dict[str, int]:
+    """Wraps the binding _C.<name>: counts["taken"] and counts["declined"] count its calls by result."""
     counts = {"taken": 0, "declined": 0}
-    binding = _C._fused_inverted_residual_forward
+    binding = getattr(_C, name)
 
     def counting(*args):
         out = binding(*args)
         counts["declined" if out is None else "taken"] += 1
         return out
 
-    monkeypatch.setattr(_C, "_fused_inverted_residual_forward", counting)
+    monkeypatch.setattr(_C, name, counting)
     return counts
 
 
-def blocks_of(model: nn.Module) -> list[ha.FusedInvertedResidual]:
-    return [m for m in model.modules() if type(m) is ha.FusedInvertedResidual]
+@pytest.fixture
+def one_call_counter(monkeypatch):
+    return counted(monkeypatch, "_fused_inverted_residual_forward")
 
 
-def set_one_call(model: nn.Module, on: bool) -> None:
-    for block in blocks_of(model):
+@pytest.fixture
+def star_call_counter(monkeypatch):
+    return counted(monkeypatch, "_fused_star_block_forward")
+
+
+def blocks_of(model: nn.Module, kind: type = ha.FusedInvertedResidual) -> list[nn.Module]:
+    return [m for m in model.modules() if type(m) is kind]
+
+
+def set_one_call(model: nn.Module, on: bool, kind: type = ha.FusedInvertedResidual) -> None:
+    for block in blocks_of(model, kind):
         block._one_call = on
 
 
@@ -188,24 +207,25 @@ def test_plan_refusals(checks) -> None:
 
 # ---- GPU -----------------------------------------------------------------------------------------
 
-def block_inputs(model: nn.Module, x: torch.Tensor) -> list[tuple[ha.FusedInvertedResidual, torch.Tensor]]:
+def block_inputs(model: nn.Module, x: torch.Tensor,
+                 kind: type = ha.FusedInvertedResidual) -> list[tuple[nn.Module, torch.Tensor]]:
     """Every fused block with the input it receives in the Python forward (a forward pre-hook on the
     block itself, which does not touch the one-call decision, made on its submodules)."""
     seen = []
     handles = [block.register_forward_pre_hook(lambda module, args: seen.append((module, args[0])))
-               for block in blocks_of(model)]
+               for block in blocks_of(model, kind)]
     try:
-        set_one_call(model, False)
+        set_one_call(model, False, kind)
         with torch.no_grad():
             model(x)
     finally:
         for handle in handles:
             handle.remove()
-        set_one_call(model, True)
+        set_one_call(model, True, kind)
     return seen
 
 
-def compare_paths(checks, block: ha.FusedInvertedResidual, x: torch.Tensor, what: str) -> None:
+def compare_paths(checks, block: nn.Module, x: torch.Tensor, what: str) -> None:
     """The block's output through the one call and through the Python forward: the same bits and strides."""
     block._one_call = False
     python = block(x)
@@ -310,3 +330,172 @@ def test_depthwise_forms_made_by_the_one_call(checks, generator) -> None:
         checks.record("" if block._depthwise_cache[0] != key else "not remade",
                       "cache: remade after an in-place change")
         python_made(checks, block, xb, out, "after an in-place change")
+
+
+# ---- FusedStarBlock ------------------------------------------------------------------------------
+
+def small_star_block(device: str = "cpu") -> ha.FusedStarBlock:
+    """A StarNet block: 7x7 depthwise convolutions around the star product of two 1x1 convolutions
+    (ReLU6), its gate's 1x1 convolution and BatchNorm; channels in multiples of 8 (the products)."""
+    c, mlp = 16, 64
+
+    def norm(channels):
+        return ha.BatchNormActivation(torch.rand(channels) + 0.5, torch.randn(channels) * 0.1)
+
+    block = ha.FusedStarBlock((nn.Conv2d(c, c, 7, padding=3, groups=c), norm(c)), nn.Conv2d(c, mlp, 1),
+                              nn.Conv2d(c, mlp, 1), nn.ReLU6(), (nn.Conv2d(mlp, c, 1), norm(c)),
+                              nn.Conv2d(c, c, 7, padding=3, groups=c))
+    return block.eval().to(device)
+
+
+def test_star_binding_declines_and_refuses(checks) -> None:
+    """None (the Python forward runs) for a CPU or meta x and a tensor subclass; TypeError for
+    arguments of the wrong kind or number, naming the binding (so too _pointwise_conv2d's)."""
+    block = small_star_block()
+    call = _C._fused_star_block_forward
+    with torch.no_grad():
+        arguments = block._one_call_arguments()
+        checks.record("" if arguments is not None else "no arguments", "star plan: applies to a plain block")
+        for device in ("cpu", "meta"):
+            x = torch.randn(1, 16, 9, 9, device=device)
+            checks.record("" if call(x, *small_star_block(device)._one_call_arguments()) is None else "a result",
+                          f"star binding: declines an x on {device}")
+        subclass = torch.randn(1, 16, 9, 9).as_subclass(type("Sub", (torch.Tensor,), {}))
+        checks.record("" if call(subclass, *arguments) is None else "a result", "star binding: declines a subclass")
+        tensors, settings, activation = arguments
+        x = torch.randn(1, 16, 9, 9)
+        checks.record(raises(TypeError, lambda: call(x, tensors, settings)), "star binding: 3 arguments")
+        checks.record(raises(TypeError, lambda: call(x, tensors[:10], settings, activation)),
+                      "star binding: 10 tensors")
+        checks.record(raises(TypeError, lambda: call(x, tensors, settings[:4], activation)),
+                      "star binding: 4 settings")
+        checks.record(raises(TypeError, lambda: call(x, tensors, settings, activation[:2])),
+                      "star binding: an activation of 2")
+        checks.record(raises(TypeError, lambda: call(x, tensors[:10] + [None], settings, activation)),
+                      "star binding: a bias without its residual scale")
+        checks.record(raises(TypeError, lambda: call(x, [None] + tensors[1:], settings, activation)),
+                      "star binding: no filter")
+        try:
+            _C._pointwise_conv2d(x, torch.randn(8, 16, 1, 1), None, (1,), (0, 0), (1, 1), 1)
+            named = "no error"
+        except TypeError as error:
+            named = "" if "_pointwise_conv2d" in str(error) else f"the error names another binding: {error}"
+        checks.record(named, "_pointwise_conv2d: a malformed stride raises a TypeError naming it")
+
+
+def test_star_plan_refusals_meta_and_compile(checks, star_call_counter) -> None:
+    """The plan refuses a convolution subclass and a _conv_forward replaced on the instance; on the
+    meta device and under torch.compile the Python forward runs; the residual scale is the bias's
+    dtype, kept."""
+
+    class Conv2dSubclass(nn.Conv2d):
+        pass
+
+    block = small_star_block()
+    other = copy.deepcopy(block)
+    subclass = Conv2dSubclass(64, 16, 1)
+    subclass.load_state_dict(other.conv_g.state_dict())
+    other.conv_g = subclass
+    checks.record("" if other._one_call_arguments() is None else "taken", "star plan: refuses an nn.Conv2d subclass")
+    other = small_star_block()  # no plan made yet: a replaced _conv_forward is seen when the plan is made
+    other.f2._conv_forward = lambda x, weight, bias: x
+    checks.record("" if other._one_call_arguments() is None else "taken",
+                  "star plan: refuses a _conv_forward replaced on an instance")
+    ha.replace_pointwise_convolutions(block)
+    arguments = block._one_call_arguments()
+    checks.record("" if arguments is not None and [s[4] for s in arguments[1]] == [False, True, True, True, False]
+                  else f"{arguments and arguments[1]}", "star plan: made again with the PointwiseConv2d flags")
+    meta = small_star_block("meta")
+    x = torch.randn(2, 16, 11, 13, device="meta").contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        out = meta(x)
+    checks.record("" if out.shape == x.shape and star_call_counter["taken"] == 0 else f"{star_call_counter}",
+                  "star, meta: the Python forward's shape")
+    torch._dynamo.reset()
+    x = torch.randn(2, 16, 9, 9)
+    with torch.no_grad():
+        out = torch.compile(block, fullgraph=True, backend="aot_eager")(x)
+    checks.record("" if out.shape == x.shape and torch.isfinite(out).all() and star_call_counter["taken"] == 0
+                  else "bad output", "star, compile: a fullgraph trace of the Python forward")
+    half = small_star_block()
+    half.conv2.to(torch.bfloat16)
+    scale = half.residual_scale(half.conv2.bias)
+    checks.record("" if scale.dtype == torch.bfloat16 and scale is half.residual_scale(half.conv2.bias)
+                  and bool((scale == 1).all()) else f"{scale.dtype}", "residual scale: ones of the bias's dtype, kept")
+    checks.record("" if block.residual_scale(block.conv2.bias) is block.ones else "a copy",
+                  "residual scale: the buffer itself where the dtypes agree")
+
+
+def star_models(dtype: torch.dtype) -> dict[str, nn.Module]:
+    """starnet_s050 rewritten then cast to dtype, and cast then rewritten (its folded norms' scales
+    stay float32, the benchmarks' order), channels-last, on the GPU."""
+    from test_fused_blocks import build  # a random network with gentle BatchNorms; skips without its library
+    base = build("timm", "starnet_s050").cuda()
+    first = copy.deepcopy(base)
+    ha.optimize_for_inference(first)
+    second = copy.deepcopy(base).to(dtype)
+    ha.optimize_for_inference(second)
+    return {"rewritten then cast": first.to(dtype), "cast then rewritten": second}
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16, torch.float16), ids=NAMES.get)
+def test_star_one_call_equals_python_forward(checks, generator, star_call_counter, dtype) -> None:
+    """Each StarNet block and the network through the one call and through the Python forward: bit
+    for bit, with cuDNN's or the products' 1x1 convolutions, channels-last and channels-first, batch 1
+    and 3 at odd sizes; every block took the one call; conv2 without a bias too; and the residual
+    scale in the bias's dtype gives the bits of the float32 scale it replaces."""
+    kind = ha.FusedStarBlock
+    for order, built in star_models(dtype).items():
+        for products in (False, True):
+            model = copy.deepcopy(built)
+            if products:
+                ha.replace_pointwise_convolutions(model)
+            for layout, memory_format in (("channels-last", torch.channels_last), ("NCHW", torch.contiguous_format)):
+                model = model.to(memory_format=memory_format)
+                for batch, height, width in INPUTS:
+                    x = torch.randn(batch, 3, height, width, device="cuda", generator=generator).to(dtype).contiguous(
+                        memory_format=memory_format)
+                    what = (f"starnet_s050 {order} {NAMES[dtype]} {'products' if products else 'cuDNN'} {layout} "
+                            f"{(batch, height, width)}")
+                    with torch.no_grad():
+                        pairs = block_inputs(model, x, kind)
+                        checks.record("" if pairs else "no fused block", f"{what}: fused blocks")
+                        before = star_call_counter["taken"]
+                        for index, (block, block_x) in enumerate(pairs):
+                            compare_paths(checks, block, block_x, f"{what}: block {index}")
+                        taken = star_call_counter["taken"] - before
+                        checks.record("" if taken == len(pairs) else f"{taken} of {len(pairs)}",
+                                      f"{what}: every block took the one call")
+                        set_one_call(model, False, kind)
+                        python = model(x)
+                        set_one_call(model, True, kind)
+                        checks.record(mismatch_report(model(x), python), f"{what}: the network's output")
+            block, block_x = block_inputs(model, x, kind)[-1]
+            with torch.no_grad():
+                out = block(block_x)
+                block._one_call = False
+                block.residual_scale = lambda bias, ones=block.ones: ones  # the scale as the block keeps it
+                checks.record(mismatch_report(out, block(block_x)), f"{what}: the residual scale's dtype")
+                del block.residual_scale
+                block.conv2.bias = None
+                python = block(block_x)
+                block._one_call = True
+                checks.record(mismatch_report(block(block_x), python), f"{what}: conv2 without a bias")
+
+
+@pytest.mark.cuda
+def test_star_python_forward_where_it_must(checks, generator, star_call_counter) -> None:
+    """A gradient wanted runs the Python forward (the block's own forms); autocast makes the binding
+    decline; no gradient takes the one call."""
+    block = small_star_block("cuda")
+    x = torch.randn(2, 16, 15, 13, device="cuda", generator=generator).contiguous(memory_format=torch.channels_last)
+    out = block(x)
+    checks.record("" if out.grad_fn is not None and star_call_counter["taken"] == 0 else f"{star_call_counter}",
+                  "star, grad mode, parameters requiring grad: the Python forward")
+    with torch.no_grad():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            declined = _C._fused_star_block_forward(x, *block._one_call_arguments())
+        checks.record("" if declined is None else "a result", "star, autocast: the binding declines")
+        block(x)
+        checks.record("" if star_call_counter["taken"] == 1 else f"{star_call_counter}", "star, no grad: the one call")

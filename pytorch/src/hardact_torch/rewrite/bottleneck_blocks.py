@@ -14,7 +14,7 @@ from ..functional import (bias_activation_product, hardsigmoid, hardsigmoid_gate
                           residual_activation, scale_shift_activation, scale_shift_activation_mean,
                           scale_shift_residual_activation)
 from ..modules import BatchNormActivation, HardSigmoidEffectiveSqueezeExcitation
-from .fused_block import FusedInvertedResidual
+from .fused_block import FusedInvertedResidual, _one_call_convolution
 from .matching import (_children, _depthwise_filter, _foldable, _folded_norm, _fused_activation,
                        _hard_sigmoid_squeeze_excitation, _is_timm_batchnorm_act, _matrix_conv, _package)
 from .timm_blocks import _inactive_in_eval
@@ -195,8 +195,12 @@ class FusedStarBlock(nn.Module):
     changed (folded_parameters). No pass is added: each bias is either ATen's own pass, now merged,
     or inside the convolution's kernel, now in the next pass; norm1's pass is gone, and the star
     product is one pass where eager makes four (f1's and f2's bias adds, the activation, the
-    multiply). Where a gradient is wanted or under torch.compile, the block's own
-    forms run (the convolutions with their biases, then the BatchNorms). Against the original block
+    multiply). For a CUDA torch.Tensor where no gradient is wanted, not under torch.compile, autocast,
+    torch.jit.trace or a __torch_function__ mode, with convolutions of the plain types (nn.Conv2d,
+    PointwiseConv2d), that sequence is one call into C++ (_C._fused_star_block_forward): the same
+    kernels in the same order, the same bits, without eight calls' host time from Python. Where a
+    gradient is wanted or under torch.compile, the block's own forms run (the convolutions with their
+    biases, then the BatchNorms). Against the original block
     the results differ by rounding only: the BatchNorms are folded as BatchNormActivation's are, with
     the bias, and norm1 into the filter and the star product's biases (rounded to their dtype); in
     float32 the star product and dwconv2 passes round as the original's ops do (each sum rounded,
@@ -215,6 +219,16 @@ class FusedStarBlock(nn.Module):
         self.register_buffer("shift_g", _bias_folded(self.norm_g, self.conv_g.bias))
         self.register_buffer("ones", torch.ones_like(self.norm1.scale, memory_format=torch.contiguous_format))
         self._folded_cache: list = [None, None, None, None]
+        # The one-call forward's plan (_one_call_arguments), made again when a submodule is replaced;
+        # _one_call False runs the Python forward always (the tests' way to compare the two).
+        self._one_call_plan: tuple | None = None
+        self._one_call = True
+
+    def __setstate__(self, state: dict) -> None:
+        # A block pickled before the one-call forward existed: its plan, empty (made on use).
+        super().__setstate__(state)
+        self.__dict__.setdefault("_one_call_plan", None)
+        self.__dict__.setdefault("_one_call", True)
 
     def folded_parameters(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """conv1's filter times norm1's scale, and f1's and f2's biases with norm1's shift carried
@@ -243,6 +257,12 @@ class FusedStarBlock(nn.Module):
             y = self.norm1(self.conv1(x))
             a = _activation(self.f1(y), self.activation) * self.f2(y)
             return x + self.conv2(self.norm_g(self.conv_g(a)))
+        if self._one_call:
+            arguments = self._one_call_arguments()
+            if arguments is not None:
+                out = _C._fused_star_block_forward(x, *arguments)
+                if out is not None:
+                    return out
         filter1, bias1, bias2 = self.folded_parameters()
         y = self.conv1._conv_forward(x, filter1, None)
         a = bias_activation_product(self.f1._conv_forward(y, self.f1.weight, None), bias1,
@@ -255,7 +275,41 @@ class FusedStarBlock(nn.Module):
             return x + (z if bias is None else z + bias.view(-1, 1, 1))
         if bias is None:
             return residual_activation(z, x)
-        return scale_shift_residual_activation(z, self.ones, bias, x)
+        return scale_shift_residual_activation(z, self.residual_scale(bias), bias, x)
+
+    def _one_call_arguments(self) -> tuple | None:
+        """The arguments after x of _C._fused_star_block_forward, the inference branch of forward in one
+        C++ call (the same operators in the same order, the same bits, without the host time of eight
+        calls from Python): the tensors gathered per call, the convolutions' settings (read once per
+        set of submodules, _one_call_convolution) and the activation; None where a convolution is one
+        the call cannot stand in for, or torch.jit traces. The branch calls no module, so hooks are
+        run by neither form."""
+        modules = tuple(self._modules.values())
+        plan = self._one_call_plan
+        if plan is None or plan[0] != modules:  # a submodule replaced (nn.Module has identity equality)
+            settings = tuple(_one_call_convolution(conv)
+                             for conv in (self.conv1, self.f1, self.f2, self.conv_g, self.conv2))
+            plan = self._one_call_plan = (modules, None if None in settings else settings)
+        if plan[1] is None or torch._C._get_tracing_state():
+            return None
+        filter1, bias1, bias2 = self.folded_parameters()
+        bias = self.conv2.bias
+        tensors = [filter1, self.f1.weight, bias1, self.f2.weight, bias2, self.conv_g.weight, self.norm_g.scale,
+                   self.shift_g, self.conv2.weight, bias, None if bias is None else self.residual_scale(bias)]
+        return tensors, plan[1], self.activation
+
+    def residual_scale(self, bias: torch.Tensor) -> torch.Tensor:
+        """The residual pass's scale of ones, in the bias's dtype: the pass reads a float16/bfloat16
+        bias as it is only with a scale of its dtype, and otherwise converts it to float32 in a copy
+        of its own every call (a model cast before the rewrite keeps the folded norm's float32 scale,
+        which `ones` copies). Ones times z is z in either dtype, so the bits are the same."""
+        ones = self.ones
+        if ones.dtype == bias.dtype and ones.device == bias.device:
+            return ones
+        cached = self.__dict__.get("_residual_ones")
+        if cached is None or cached.dtype != bias.dtype or cached.device != bias.device:
+            cached = self._residual_ones = torch.ones_like(ones, dtype=bias.dtype, device=bias.device)
+        return cached
 
     def extra_repr(self) -> str:
         return f"activation={self.activation[0]}, biases in the passes after the convolutions, norm1 folded"

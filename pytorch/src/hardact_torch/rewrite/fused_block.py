@@ -50,6 +50,19 @@ def _one_kernel_applies(y: torch.Tensor, weight: torch.Tensor, parameters) -> bo
 _ABSENT = {None: None}  # the source of an absent tensor (no expansion, no squeeze) in the one-call plan
 
 
+def _one_call_convolution(conv: nn.Module) -> tuple | None:
+    """A convolution's settings in a block's one-call forward, (stride, padding, dilation, groups, whether
+    a PointwiseConv2d); None where the C++ call cannot stand in for its forward: not an nn.Conv2d or
+    PointwiseConv2d, padding other than zeros given as numbers, or forward or _conv_forward replaced
+    on the instance. Read once per plan: nothing changes them after construction."""
+    if (type(conv) not in (nn.Conv2d, PointwiseConv2d) or conv.padding_mode != "zeros"
+            or not isinstance(conv.padding, tuple) or not all(type(p) is int for p in conv.padding)
+            or "forward" in conv.__dict__ or "_conv_forward" in conv.__dict__):
+        return None
+    return (tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation), int(conv.groups),
+            type(conv) is PointwiseConv2d)
+
+
 class FusedInvertedResidual(nn.Module):
     """An inference inverted-residual or depthwise-separable block (MobileNetV3, LCNet) in which every
     pass between the convolutions is fused:
@@ -185,10 +198,10 @@ class FusedInvertedResidual(nn.Module):
 
     def _one_call_plan_for(self, modules: tuple) -> tuple:
         """(modules, sources, settings, hook dicts) of the one-call forward for these submodules, sources
-        None where it does not apply: a convolution other than an nn.Conv2d or PointwiseConv2d with zero
-        padding given as numbers, a norm other than a BatchNormActivation, a squeeze-excitation other
-        than nn.Conv2d (or PointwiseConv2d) or nn.Linear products around an nn.ReLU, or a submodule
-        whose forward was replaced on the instance (seen when the plan is made). sources: (dict, key)
+        None where it does not apply: a convolution the call cannot stand in for (_one_call_convolution),
+        a norm other than a BatchNormActivation, a squeeze-excitation other than nn.Conv2d (or
+        PointwiseConv2d) or nn.Linear products around an nn.ReLU, or a submodule whose forward was
+        replaced on the instance (seen when the plan is made). sources: (dict, key)
         of each of the 16 tensors (the dicts nn.Module keeps, whose entries .to() and load_state_dict
         update in place); settings: the C++ call's tuple, read here once: nothing changes a
         convolution's stride or padding or a BatchNormActivation's activation after construction
@@ -196,9 +209,7 @@ class FusedInvertedResidual(nn.Module):
         convolutions, norms = (self.conv1, self.conv2, self.conv3), (self.norm1, self.norm2, self.norm3)
         called = [m for m in (*convolutions, *norms, self.se_activation) if m is not None]
         refused = (modules, None, None, ())
-        if any(type(conv) not in (nn.Conv2d, PointwiseConv2d) or conv.padding_mode != "zeros"
-               or not isinstance(conv.padding, tuple)
-               or not all(type(p) is int for p in conv.padding) for conv in convolutions if conv is not None):
+        if any(_one_call_convolution(conv) is None for conv in convolutions if conv is not None):
             return refused
         if any(type(norm) is not BatchNormActivation for norm in norms if norm is not None):
             return refused
@@ -220,8 +231,7 @@ class FusedInvertedResidual(nn.Module):
             return [absent, absent] if norm is None else [(norm._buffers, "scale"), (norm._buffers, "shift")]
 
         def conv_settings(conv):
-            return None if conv is None else (tuple(conv.stride), tuple(conv.padding), tuple(conv.dilation),
-                                              int(conv.groups), type(conv) is PointwiseConv2d)
+            return None if conv is None else _one_call_convolution(conv)
 
         def norm_settings(norm):
             return None if norm is None else (norm.activation, float(norm.min_val), float(norm.max_val))

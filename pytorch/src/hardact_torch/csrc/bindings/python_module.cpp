@@ -379,38 +379,42 @@ using hardact_torch::BlockDepthwiseFilter;
 using hardact_torch::BlockNorm;
 using hardact_torch::BlockSqueeze;
 using hardact_torch::FusedBlock;
+using hardact_torch::StarBlock;
 
 constexpr const char* kBlockForward = "_fused_inverted_residual_forward";
+constexpr const char* kStarForward = "_fused_star_block_forward";
+constexpr const char* kPointwise = "_pointwise_conv2d";
 constexpr Py_ssize_t kBlockTensors = 16;  // (weight, bias, scale, shift) of the expansion, the depthwise
                                           // stage, the squeeze's (reduce weight, reduce bias, expand
                                           // weight, expand bias) and the projection
 
-[[noreturn]] void block_argument_error(const char* what) {
-  PyErr_Format(PyExc_TypeError, "hardact._C.%s: %s", kBlockForward, what);
+/// Raises TypeError naming the binding (`function`) and what is wrong with its arguments.
+[[noreturn]] void block_argument_error(const char* what, const char* function = kBlockForward) {
+  PyErr_Format(PyExc_TypeError, "hardact._C.%s: %s", function, what);
   throw python_error();
 }
 
 /// A tuple of `size` items, or raises naming `what`.
-PyObject* block_tuple(PyObject* object, Py_ssize_t size, const char* what) {
-  if (!PyTuple_Check(object) || PyTuple_GET_SIZE(object) != size) block_argument_error(what);
+PyObject* block_tuple(PyObject* object, Py_ssize_t size, const char* what, const char* function = kBlockForward) {
+  if (!PyTuple_Check(object) || PyTuple_GET_SIZE(object) != size) block_argument_error(what, function);
   return object;
 }
 
-std::array<int64_t, 2> int_pair(PyObject* object) {
-  block_tuple(object, 2, "a convolution's stride, padding and dilation must be tuples of two ints");
+std::array<int64_t, 2> int_pair(PyObject* object, const char* function) {
+  block_tuple(object, 2, "a convolution's stride, padding and dilation must be tuples of two ints", function);
   return {int_argument(PyTuple_GET_ITEM(object, 0)), int_argument(PyTuple_GET_ITEM(object, 1))};
 }
 
 /// (stride, padding, dilation, groups, pointwise) with the weight and bias.
 BlockConvolution block_convolution(PyObject* settings, const c10::optional<Tensor>& weight,
-                                   c10::optional<Tensor> bias) {
-  block_tuple(settings, 5, "a convolution's settings are (stride, padding, dilation, groups, pointwise)");
-  if (!weight.has_value()) block_argument_error("a convolution needs its weight");
+                                   c10::optional<Tensor> bias, const char* function = kBlockForward) {
+  block_tuple(settings, 5, "a convolution's settings are (stride, padding, dilation, groups, pointwise)", function);
+  if (!weight.has_value()) block_argument_error("a convolution needs its weight", function);
   return {*weight,
           std::move(bias),
-          int_pair(PyTuple_GET_ITEM(settings, 0)),
-          int_pair(PyTuple_GET_ITEM(settings, 1)),
-          int_pair(PyTuple_GET_ITEM(settings, 2)),
+          int_pair(PyTuple_GET_ITEM(settings, 0), function),
+          int_pair(PyTuple_GET_ITEM(settings, 1), function),
+          int_pair(PyTuple_GET_ITEM(settings, 2), function),
           int_argument(PyTuple_GET_ITEM(settings, 3)),
           bool_argument(PyTuple_GET_ITEM(settings, 4))};
 }
@@ -425,9 +429,9 @@ BlockNorm block_norm(PyObject* settings, c10::optional<Tensor> scale, c10::optio
 
 /// A tensor of the block (None where absent): an exact torch.Tensor or nn.Parameter; anything else
 /// (a tensor subclass, whose methods may differ) sets `declined`.
-c10::optional<Tensor> block_tensor(PyObject* object, bool& declined) {
+c10::optional<Tensor> block_tensor(PyObject* object, bool& declined, const char* function = kBlockForward) {
   if (object == Py_None) return c10::nullopt;
-  if (!THPVariable_Check(object)) block_argument_error("the block's tensors must be tensors or None");
+  if (!THPVariable_Check(object)) block_argument_error("the block's tensors must be tensors or None", function);
   declined = declined || !THPVariable_CheckExact(object);
   return THPVariable_Unpack(object);
 }
@@ -579,9 +583,68 @@ PyObject* fused_inverted_residual_forward(PyObject* /*module*/, PyObject* const*
   END_HANDLE_TH_ERRORS
 }
 
-// ---- _pointwise_conv2d: PointwiseConv2d's convolution ----------------------------------------------
+// ---- _fused_star_block_forward: FusedStarBlock.forward in one call --------------------------------
 
-constexpr const char* kPointwise = "_pointwise_conv2d";
+constexpr Py_ssize_t kStarTensors = 11;  // FusedStarBlock._one_call_arguments' list
+
+/// _fused_star_block_forward(x, tensors, settings, activation) -> Tensor, or None where the one call
+/// does not apply and the Python forward must run (as _fused_inverted_residual_forward declines).
+///   tensors: [conv1's scaled filter, f1's weight, bias1, f2's weight, bias2, conv_g's weight,
+///             norm_g's scale, its folded shift, conv2's weight, conv2's bias or None, the residual
+///             scale (None without a bias)];
+///   settings: the five convolutions' (stride, padding, dilation, groups, whether a PointwiseConv2d),
+///             conv1, f1, f2, conv_g, conv2;
+///   activation: the star product's (name, min_val, max_val).
+PyObject* fused_star_block_forward(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  expect_arguments(kStarForward, nargs, 4);
+  PyObject* x_object = args[0];
+  if (!THPVariable_CheckExact(x_object)) Py_RETURN_NONE;  // not a tensor: the Python forward's error
+  const Tensor& x = THPVariable_Unpack(x_object);
+  if (!PyList_Check(args[1]) || PyList_GET_SIZE(args[1]) != kStarTensors) {
+    block_argument_error("tensors must be a list of 11 tensors or None", kStarForward);
+  }
+  bool declined = false;
+  std::array<c10::optional<Tensor>, kStarTensors> t;
+  for (Py_ssize_t i = 0; i < kStarTensors; ++i) {
+    t[static_cast<std::size_t>(i)] = block_tensor(PyList_GET_ITEM(args[1], i), declined, kStarForward);
+  }
+  for (std::size_t i = 0; i < 9; ++i) {
+    if (!t[i].has_value()) block_argument_error("only conv2's bias and the residual scale may be None", kStarForward);
+  }
+  if (t[9].has_value() != t[10].has_value()) {
+    block_argument_error("conv2's bias and the residual scale come together or not at all", kStarForward);
+  }
+  PyObject* settings = block_tuple(args[2], 5, "settings must be a tuple of 5: (conv1, f1, f2, conv_g, conv2)",
+                                   kStarForward);
+  auto convolution = [&](Py_ssize_t i, std::size_t weight) {
+    return block_convolution(PyTuple_GET_ITEM(settings, i), t[weight], c10::nullopt, kStarForward);
+  };
+  PyObject* activation = block_tuple(args[3], 3, "activation must be (name, min_val, max_val)", kStarForward);
+  const c10::string_view name = string_argument(PyTuple_GET_ITEM(activation, 0));
+  const StarBlock block{convolution(0, 0), convolution(1, 1), *t[2], convolution(2, 3), *t[4],
+                        std::string(name.data(), name.size()), float_argument(PyTuple_GET_ITEM(activation, 1)),
+                        float_argument(PyTuple_GET_ITEM(activation, 2)), convolution(3, 5), *t[6], *t[7],
+                        convolution(4, 8), t[9], t[10]};
+  if (declined || !x.is_cuda() || at::impl::torch_function_mode_enabled() ||
+      at::autocast::is_autocast_enabled(at::kCUDA)) {
+    Py_RETURN_NONE;
+  }
+  if (c10::GradMode::is_enabled()) {
+    bool wanted = x.requires_grad();
+    for (const auto& tensor : t) wanted = wanted || (tensor.has_value() && tensor->requires_grad());
+    if (wanted) Py_RETURN_NONE;
+  }
+  Tensor out;
+  {
+    const GilRelease no_gil;
+    out = hardact_torch::fused_star_block_forward(x, block);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+// ---- _pointwise_conv2d: PointwiseConv2d's convolution ----------------------------------------------
 
 /// _pointwise_conv2d(x, weight, bias, stride, padding, dilation, groups) -> Tensor, or None where
 /// nn.Conv2d's own convolution must run: x or a parameter not an exact torch.Tensor (or
@@ -599,7 +662,8 @@ PyObject* pointwise_conv2d(PyObject* /*module*/, PyObject* const* args, Py_ssize
   const Tensor& weight = THPVariable_Unpack(args[1]);
   c10::optional<Tensor> bias;
   if (args[2] != Py_None) bias = THPVariable_Unpack(args[2]);
-  const std::array<int64_t, 2> stride = int_pair(args[3]), padding = int_pair(args[4]), dilation = int_pair(args[5]);
+  const std::array<int64_t, 2> stride = int_pair(args[3], kPointwise), padding = int_pair(args[4], kPointwise),
+                               dilation = int_pair(args[5], kPointwise);
   const int64_t groups = int_argument(args[6]);
   Tensor out;
   {
@@ -664,6 +728,9 @@ PyMethodDef methods[] = {
              "_fused_inverted_residual_forward(x, tensors, settings, depthwise_filter, skip, depthwise_cache) -> "
              "Tensor or None: FusedInvertedResidual.forward in one call where no gradient is wanted; None where "
              "the Python forward must run"),
+    fastcall("_fused_star_block_forward", fused_star_block_forward,
+             "_fused_star_block_forward(x, tensors, settings, activation) -> Tensor or None: FusedStarBlock.forward "
+             "in one call where no gradient is wanted; None where the Python forward must run"),
     {nullptr, nullptr, 0, nullptr},
 };
 

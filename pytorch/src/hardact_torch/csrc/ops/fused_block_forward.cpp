@@ -1,4 +1,5 @@
-// fused_inverted_residual_forward: a FusedInvertedResidual's inference forward in one call.
+// fused_inverted_residual_forward and fused_star_block_forward: a FusedInvertedResidual's and a
+// FusedStarBlock's inference forward in one call each.
 //
 // Why: at batch 1 a fused block's GPU work is about 26 µs and its Python forward about 170 µs of host
 // time (module calls, attribute look-ups, argument parsing per op), so eager inference waits on
@@ -9,6 +10,8 @@
 // bindings call them: autograd kernels and dispatch modes still apply), the depthwise stage and
 // linear_activation directly (as their bindings do). Every branch
 // below is the Python forward's, named after the method it mirrors (TUNING.md#package-fused-ops).
+// A StarNet block's Python forward calls no module, but five convolutions and three hardact
+// operators from Python still cost host time each; its one call runs the same sequence.
 
 #include "ops/fused_block_forward.h"
 #include "ops/depthwise_conv.h"
@@ -44,6 +47,8 @@ using ScaleShiftResidualSignature = Tensor(const Tensor&, const OptionalTensor&,
                                            const Tensor&, c10::string_view, double, double);
 using ResidualSignature = Tensor(const Tensor&, const Tensor&, c10::string_view, double, double);
 using GateSignature = Tensor(const Tensor&, const Tensor&);
+using ProductSignature = Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, c10::string_view, double,
+                                double);
 
 Tensor scale_shift_activation(const Tensor& x, const BlockNorm& norm) {
   static const auto op = find_op<ScaleShiftSignature>("hardact::scale_shift_activation");
@@ -151,6 +156,29 @@ Tensor fused_inverted_residual_forward(const Tensor& x, FusedBlock& block) {
   }
   static const auto op = find_op<ResidualSignature>("hardact::residual_activation");
   return op.call(scale_shift_activation(y, norm), x, "identity", kMin, kMax);  // x added after the activation
+}
+
+Tensor fused_star_block_forward(const Tensor& x, const StarBlock& block) {
+  static const auto product = find_op<ProductSignature>("hardact::bias_activation_product");
+  static const auto scale_shift = find_op<ScaleShiftSignature>("hardact::scale_shift_activation");
+  // The Python forward's defaults for the passes that take none of the block's settings.
+  constexpr double kMin = -1.0, kMax = 1.0;
+  const Tensor y = convolution(x, block.conv1);
+  const Tensor first = convolution(y, block.f1);  // f1 before f2, as Python evaluates the call's arguments
+  const Tensor second = convolution(y, block.f2);
+  const Tensor a = product.call(first, block.bias1, second, block.bias2, block.activation, block.min_val,
+                                block.max_val);
+  Tensor z = scale_shift.call(convolution(a, block.conv_g), block.scale_g, block.shift_g, "identity", kMin, kMax);
+  z = convolution(z, block.conv2);
+  if (z.sizes() != x.sizes() || z.scalar_type() != x.scalar_type()) {  // the block's add would broadcast or promote
+    return x + (block.bias.has_value() ? z + block.bias->view({-1, 1, 1}) : z);
+  }
+  if (!block.bias.has_value()) {
+    static const auto residual = find_op<ResidualSignature>("hardact::residual_activation");
+    return residual.call(z, x, "identity", kMin, kMax);
+  }
+  static const auto residual = find_op<ScaleShiftResidualSignature>("hardact::scale_shift_residual_activation");
+  return residual.call(z, block.residual_scale, block.bias, x, "identity", kMin, kMax);
 }
 
 }  // namespace hardact_torch

@@ -1,4 +1,5 @@
-// A FusedInvertedResidual's inference forward as one C++ call (fused_block_forward.cpp says why).
+// A FusedInvertedResidual's and a FusedStarBlock's inference forward as one C++ call each
+// (fused_block_forward.cpp says why).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -78,5 +79,32 @@ struct FusedBlock {
 /// linear_activation directly), so the same kernels and bits.
 /// Where the depthwise stage is taken without current float32 forms, makes them and sets `made`.
 at::Tensor fused_inverted_residual_forward(const at::Tensor& x, FusedBlock& block);
+
+/// A FusedStarBlock's tensors and settings as its forward reads them where no gradient is wanted:
+/// conv1 with the filter scaled by norm1 and no bias; f1 and f2 without their biases, which with
+/// norm1's shift carried through are bias1 and bias2 of the star product; conv_g without its bias,
+/// then norm_g's scale and its folded shift; conv2 without its bias, which the residual pass adds
+/// (with residual_scale, ones of the bias's dtype) where there is one.
+struct StarBlock {
+  BlockConvolution conv1;
+  BlockConvolution f1;
+  at::Tensor bias1;
+  BlockConvolution f2;
+  at::Tensor bias2;
+  std::string activation;
+  double min_val;
+  double max_val;
+  BlockConvolution conv_g;
+  at::Tensor scale_g;
+  at::Tensor shift_g;
+  BlockConvolution conv2;
+  c10::optional<at::Tensor> bias;
+  c10::optional<at::Tensor> residual_scale;
+};
+
+/// FusedStarBlock.forward for CUDA x where no gradient is wanted, not under torch.compile and not
+/// under autocast: the operators of its Python forward's inference branch, in its order, with its
+/// arguments, so the same kernels and bits.
+at::Tensor fused_star_block_forward(const at::Tensor& x, const StarBlock& block);
 
 }  // namespace hardact_torch
