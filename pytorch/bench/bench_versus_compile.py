@@ -5,19 +5,20 @@
     python3 pytorch/bench/bench_versus_compile.py --models mobilenetv3_large_100 --dtypes bfloat16 \
         --batches 64 --modes default,reduce-overhead --reps 21
 
-Per model (timm or torchvision, random weights, eval, channels_last), dtype and batch, in one
-process: torch.nn's model eager, a copy of it (the control: what the method measures when there is
-no difference), the rewrite (bench_models.rewrite: optimize_for_inference; --no-blocks: the BatchNorm and
-squeeze-excitation folds alone) eager, the rewrite in a CUDA graph (hardact_torch.cuda_graph_inference), and torch.compile of torch.nn's model in each
---modes mode (default, reduce-overhead, max-autotune-no-cudagraphs), whose compile time (the first
-call's wall time, Inductor's caches off unless --warm-caches) is printed. Then wall time per forward: each rep runs
---iters forwards of one implementation between two synchronisations, all of them in turn, in one
-order in even reps and the reverse in odd reps. Printed: medians and min-max per implementation, the
-GPU time and kernel count of one forward (torch.profiler) for the eager ones and compile's default
-(with --kernels, also by kernel category: where the GPU time goes when a row falls short), and
-ratios (> 1: the rewrite is faster): the fastest compile mode / rewrite in a graph, compile
-default / rewrite eager, eager / rewrite eager, each the median over pairs of consecutive reps (one
-of each order) of the pair's geometric mean, which cancels the order effect.
+Per model (timm or torchvision, random weights, eval, channels_last), dtype and batch, in one process:
+torch.nn's model eager, a copy of it (the control: what the method measures when there is no difference),
+the rewrite (bench_models.rewrite: optimize_for_inference; --no-blocks: the BatchNorm and
+squeeze-excitation folds alone; --pointwise: then replace_pointwise_convolutions) eager, the rewrite in a
+CUDA graph (hardact_torch.cuda_graph_inference), and torch.compile of torch.nn's model in each --modes
+mode (default, reduce-overhead, max-autotune-no-cudagraphs), whose compile time (the first call's wall
+time, Inductor's caches off unless --warm-caches) is printed. Then wall time per forward: each rep runs
+--iters forwards of one implementation between two synchronisations, all of them in turn, in one order in
+even reps and the reverse in odd reps. Printed: medians and min-max per implementation, the GPU time and
+kernel count of one forward (torch.profiler) for the eager ones and compile's default (with --kernels,
+also by kernel category: where the GPU time goes when a row falls short), and ratios (> 1: the rewrite is
+faster): the fastest compile mode / rewrite in a graph, compile default / rewrite eager, eager / rewrite
+eager, each the median over pairs of consecutive reps (one of each order) of the pair's geometric mean,
+which cancels the order effect.
 
 Outputs: the rewrite in a graph equals the rewrite eager bit for bit; the rewrite differs from
 torch.nn's eager by rounding only (printed, relative to the largest output, beside compile's own
@@ -71,6 +72,9 @@ def main() -> int:
     parser.add_argument("--iters", type=int, default=10, help="forwards per timing")
     parser.add_argument("--no-blocks", action="store_true",
                         help="the rewrite without fuse_blocks (BatchNorms and squeeze-excitations module by module)")
+    parser.add_argument("--pointwise", action="store_true",
+                        help="after the rewrite, replace_pointwise_convolutions (1x1 convolutions as matrix products "
+                             "in float16/bfloat16)")
     parser.add_argument("--kernels", action="store_true",
                         help="after each row, the GPU time of one forward by kernel category (convolution, matrix "
                              "product, hardact, ATen elementwise, Inductor pointwise, ...) for the profiled ones")
@@ -85,7 +89,8 @@ def main() -> int:
     # Compile times are cold by default: a cache hit from an earlier run would time a lookup.
     torch._inductor.config.force_disable_caches = not args.warm_caches
     modes = [m for m in args.modes.split(",") if m]
-    print(f"{describe_gpu()}; rewrite: {'without' if args.no_blocks else 'with'} fuse_blocks; cudnn.benchmark on, "
+    print(f"{describe_gpu()}; rewrite: {'without' if args.no_blocks else 'with'} fuse_blocks"
+          f"{', then replace_pointwise_convolutions' if args.pointwise else ''}; cudnn.benchmark on, "
           f"cuDNN TF32 {'on' if torch.backends.cudnn.allow_tf32 else 'off'} (PyTorch's default)")
     failures: list[str] = []
     header = ("| model, dtype, batch | torch.nn eager | control (its copy) | rewrite eager | rewrite, CUDA graph | "
@@ -104,6 +109,8 @@ def main() -> int:
                 original = copy.deepcopy(base).to(dtype)
                 rewritten = copy.deepcopy(original)
                 fused = sum(rewrite(rewritten, blocks=not args.no_blocks).values())
+                if args.pointwise:
+                    ha.replace_pointwise_convolutions(rewritten)
                 if fused == 0:
                     failures.append(f"{label}: nothing was rewritten")
                 x = torch.randn(batch, 3, 224, 224, device="cuda").to(dtype).contiguous(
