@@ -237,6 +237,32 @@ def compare_paths(checks, block: nn.Module, x: torch.Tensor, what: str) -> None:
     checks.record(report, what)
 
 
+def record_autocast_declines(checks, binding, block: nn.Module, x: torch.Tensor, what: str) -> None:
+    """Under CUDA autocast the block's one-call binding returns None (so the Python forward runs)."""
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        declined = binding(x, *block._one_call_arguments())
+    checks.record("" if declined is None else "a result", what)
+
+
+def compare_blocks_and_network(checks, model: nn.Module, x: torch.Tensor, kind: type, counter: dict,
+                               what: str) -> None:
+    """Every block of `kind` and the network, through the one call and through the Python forward (no
+    gradient): the same bits; and every block took the one call (`counter` counts the binding's calls)."""
+    with torch.no_grad():
+        pairs = block_inputs(model, x, kind)
+        checks.record("" if pairs else "no fused block", f"{what}: fused blocks")
+        before = counter["taken"]
+        for index, (block, block_x) in enumerate(pairs):
+            compare_paths(checks, block, block_x, f"{what}: block {index}")
+        taken = counter["taken"] - before
+        checks.record("" if taken == len(pairs) else f"{taken} of {len(pairs)}",
+                      f"{what}: every block took the one call")
+        set_one_call(model, False, kind)
+        python = model(x)
+        set_one_call(model, True, kind)
+        checks.record(mismatch_report(model(x), python), f"{what}: the network's output")
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("library, name", MODELS)
 def test_one_call_equals_python_forward(checks, generator, one_call_counter, library, name) -> None:
@@ -251,19 +277,7 @@ def test_one_call_equals_python_forward(checks, generator, one_call_counter, lib
                 x = torch.randn(batch, 3, height, width, device="cuda", generator=generator).to(dtype).contiguous(
                     memory_format=memory_format)
                 what = f"{name} {NAMES[dtype]} {layout} {(batch, height, width)}"
-                with torch.no_grad():
-                    pairs = block_inputs(model, x)
-                    checks.record("" if pairs else "no fused block", f"{what}: fused blocks")
-                    before = one_call_counter["taken"]
-                    for index, (block, block_x) in enumerate(pairs):
-                        compare_paths(checks, block, block_x, f"{what}: block {index}")
-                    taken = one_call_counter["taken"] - before
-                    checks.record("" if taken == len(pairs) else f"{taken} of {len(pairs)}",
-                                  f"{what}: every block took the one call")
-                    set_one_call(model, False)
-                    python = model(x)
-                    set_one_call(model, True)
-                    checks.record(mismatch_report(model(x), python), f"{what}: the network's output")
+                compare_blocks_and_network(checks, model, x, ha.FusedInvertedResidual, one_call_counter, what)
 
 
 @pytest.mark.cuda
@@ -282,10 +296,9 @@ def test_python_forward_where_it_must(checks, generator, one_call_counter) -> No
     out = frozen(x.clone().requires_grad_())
     checks.record("" if out.grad_fn is not None and one_call_counter["taken"] == 1 else f"{one_call_counter}",
                   "grad mode, x requiring grad: the Python forward")
+    record_autocast_declines(checks, _C._fused_inverted_residual_forward, block, x,
+                             "autocast: the binding declines (the Python forward)")
     with torch.no_grad():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            declined = _C._fused_inverted_residual_forward(x, *block._one_call_arguments())
-        checks.record("" if declined is None else "a result", "autocast: the binding declines (the Python forward)")
         calls = []
         handle = block.conv1.register_forward_hook(lambda *args: calls.append(1))
         block(x)
@@ -458,19 +471,7 @@ def test_star_one_call_equals_python_forward(checks, generator, star_call_counte
                         memory_format=memory_format)
                     what = (f"starnet_s050 {order} {NAMES[dtype]} {'products' if products else 'cuDNN'} {layout} "
                             f"{(batch, height, width)}")
-                    with torch.no_grad():
-                        pairs = block_inputs(model, x, kind)
-                        checks.record("" if pairs else "no fused block", f"{what}: fused blocks")
-                        before = star_call_counter["taken"]
-                        for index, (block, block_x) in enumerate(pairs):
-                            compare_paths(checks, block, block_x, f"{what}: block {index}")
-                        taken = star_call_counter["taken"] - before
-                        checks.record("" if taken == len(pairs) else f"{taken} of {len(pairs)}",
-                                      f"{what}: every block took the one call")
-                        set_one_call(model, False, kind)
-                        python = model(x)
-                        set_one_call(model, True, kind)
-                        checks.record(mismatch_report(model(x), python), f"{what}: the network's output")
+                    compare_blocks_and_network(checks, model, x, kind, star_call_counter, what)
             block, block_x = block_inputs(model, x, kind)[-1]
             with torch.no_grad():
                 out = block(block_x)
@@ -493,9 +494,7 @@ def test_star_python_forward_where_it_must(checks, generator, star_call_counter)
     out = block(x)
     checks.record("" if out.grad_fn is not None and star_call_counter["taken"] == 0 else f"{star_call_counter}",
                   "star, grad mode, parameters requiring grad: the Python forward")
+    record_autocast_declines(checks, _C._fused_star_block_forward, block, x, "star, autocast: the binding declines")
     with torch.no_grad():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            declined = _C._fused_star_block_forward(x, *block._one_call_arguments())
-        checks.record("" if declined is None else "a result", "star, autocast: the binding declines")
         block(x)
         checks.record("" if star_call_counter["taken"] == 1 else f"{star_call_counter}", "star, no grad: the one call")

@@ -384,7 +384,7 @@ using hardact_torch::StarBlock;
 constexpr const char* kBlockForward = "_fused_inverted_residual_forward";
 constexpr const char* kStarForward = "_fused_star_block_forward";
 constexpr const char* kPointwise = "_pointwise_conv2d";
-constexpr Py_ssize_t kBlockTensors = 16;  // (weight, bias, scale, shift) of the expansion, the depthwise
+constexpr std::size_t kBlockTensors = 16;  // (weight, bias, scale, shift) of the expansion, the depthwise
                                           // stage, the squeeze's (reduce weight, reduce bias, expand
                                           // weight, expand bias) and the projection
 
@@ -434,6 +434,41 @@ c10::optional<Tensor> block_tensor(PyObject* object, bool& declined, const char*
   if (!THPVariable_Check(object)) block_argument_error("the block's tensors must be tensors or None", function);
   declined = declined || !THPVariable_CheckExact(object);
   return THPVariable_Unpack(object);
+}
+
+/// x of a block's one call after checking the argument count; nullptr where x is not an exact
+/// torch.Tensor (the Python forward then runs, and raises its own error for what is not a tensor).
+const Tensor* block_input(const char* function, PyObject* const* args, Py_ssize_t nargs, Py_ssize_t expected) {
+  expect_arguments(function, nargs, expected);
+  return THPVariable_CheckExact(args[0]) ? &THPVariable_Unpack(args[0]) : nullptr;
+}
+
+/// A block's tensor list: a Python list of exactly N tensors or None, each read with block_tensor.
+template <std::size_t N>
+std::array<c10::optional<Tensor>, N> block_tensors(PyObject* list, bool& declined, const char* what,
+                                                    const char* function) {
+  constexpr auto size = static_cast<Py_ssize_t>(N);
+  if (!PyList_Check(list) || PyList_GET_SIZE(list) != size) block_argument_error(what, function);
+  std::array<c10::optional<Tensor>, N> tensors;
+  for (Py_ssize_t i = 0; i < size; ++i) {
+    tensors[static_cast<std::size_t>(i)] = block_tensor(PyList_GET_ITEM(list, i), declined, function);
+  }
+  return tensors;
+}
+
+/// Whether a block's one call leaves x to the Python forward: a tensor subclass among its tensors
+/// (`declined`), x off CUDA, autocast on CUDA (the convolutions would run in its dtype), a
+/// __torch_function__ mode, or a gradient wanted (grad mode on and x or any tensor requiring grad).
+template <std::size_t N>
+bool one_call_declines(const Tensor& x, const std::array<c10::optional<Tensor>, N>& tensors, bool declined) {
+  if (declined || !x.is_cuda() || at::autocast::is_autocast_enabled(at::kCUDA) ||
+      at::impl::torch_function_mode_enabled()) {
+    return true;
+  }
+  if (!c10::GradMode::is_enabled()) return false;
+  bool wanted = x.requires_grad();
+  for (const auto& tensor : tensors) wanted = wanted || (tensor.has_value() && tensor->requires_grad());
+  return wanted;
 }
 
 /// The key of the depthwise cache [key, taps, scale, shift]: data_ptr and _version of the filter,
@@ -509,19 +544,13 @@ void store_depthwise_cache(PyObject* cache, const std::array<int64_t, 6>& key, B
 ///   depthwise_cache: a list [key or None, taps, scale, shift].
 PyObject* fused_inverted_residual_forward(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
-  expect_arguments(kBlockForward, nargs, 6);
-  PyObject* x_object = args[0];
-  if (!THPVariable_CheckExact(x_object)) Py_RETURN_NONE;  // not a tensor: the Python forward's error
-  const Tensor& x = THPVariable_Unpack(x_object);
+  const Tensor* input = block_input(kBlockForward, args, nargs, 6);
+  if (input == nullptr) Py_RETURN_NONE;
+  const Tensor& x = *input;
   // The arguments are checked first, whatever the device, so that a malformed call raises everywhere.
-  if (!PyList_Check(args[1]) || PyList_GET_SIZE(args[1]) != kBlockTensors) {
-    block_argument_error("tensors must be a list of 16 tensors or None");
-  }
   bool declined = false;
-  std::array<c10::optional<Tensor>, kBlockTensors> t;
-  for (Py_ssize_t i = 0; i < kBlockTensors; ++i) {
-    t[static_cast<std::size_t>(i)] = block_tensor(PyList_GET_ITEM(args[1], i), declined);
-  }
+  const auto t = block_tensors<kBlockTensors>(args[1], declined, "tensors must be a list of 16 tensors or None",
+                                              kBlockForward);
   PyObject* settings = block_tuple(args[2], 7, "settings must be a tuple of 7: (conv1, norm1, conv2, norm2, "
                                                "squeeze, conv3, norm3)");
   auto setting = [&](Py_ssize_t i) { return PyTuple_GET_ITEM(settings, i); };
@@ -552,15 +581,7 @@ PyObject* fused_inverted_residual_forward(PyObject* /*module*/, PyObject* const*
                                            int_argument(PyTuple_GET_ITEM(filter, 2)),
                                            int_argument(PyTuple_GET_ITEM(filter, 3)), Tensor(), Tensor(), Tensor()};
   }
-  if (declined || !x.is_cuda() || at::autocast::is_autocast_enabled(at::kCUDA) ||
-      at::impl::torch_function_mode_enabled()) {
-    Py_RETURN_NONE;
-  }
-  if (c10::GradMode::is_enabled()) {
-    bool wanted = x.requires_grad();
-    for (const auto& tensor : t) wanted = wanted || (tensor.has_value() && tensor->requires_grad());
-    if (wanted) Py_RETURN_NONE;
-  }
+  if (one_call_declines(x, t, declined)) Py_RETURN_NONE;
   if (block.depthwise.has_value()) {
     key = depthwise_key(block.conv2.weight, block.norm2.scale, block.norm2.shift);
     if (cached_key_matches(PyList_GET_ITEM(cache, 0), key)) {
@@ -585,7 +606,7 @@ PyObject* fused_inverted_residual_forward(PyObject* /*module*/, PyObject* const*
 
 // ---- _fused_star_block_forward: FusedStarBlock.forward in one call --------------------------------
 
-constexpr Py_ssize_t kStarTensors = 11;  // FusedStarBlock._one_call_arguments' list
+constexpr std::size_t kStarTensors = 11;  // FusedStarBlock._one_call_arguments' list
 
 /// _fused_star_block_forward(x, tensors, settings, activation) -> Tensor, or None where the one call
 /// does not apply and the Python forward must run (as _fused_inverted_residual_forward declines).
@@ -597,18 +618,12 @@ constexpr Py_ssize_t kStarTensors = 11;  // FusedStarBlock._one_call_arguments' 
 ///   activation: the star product's (name, min_val, max_val).
 PyObject* fused_star_block_forward(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
-  expect_arguments(kStarForward, nargs, 4);
-  PyObject* x_object = args[0];
-  if (!THPVariable_CheckExact(x_object)) Py_RETURN_NONE;  // not a tensor: the Python forward's error
-  const Tensor& x = THPVariable_Unpack(x_object);
-  if (!PyList_Check(args[1]) || PyList_GET_SIZE(args[1]) != kStarTensors) {
-    block_argument_error("tensors must be a list of 11 tensors or None", kStarForward);
-  }
+  const Tensor* input = block_input(kStarForward, args, nargs, 4);
+  if (input == nullptr) Py_RETURN_NONE;
+  const Tensor& x = *input;
   bool declined = false;
-  std::array<c10::optional<Tensor>, kStarTensors> t;
-  for (Py_ssize_t i = 0; i < kStarTensors; ++i) {
-    t[static_cast<std::size_t>(i)] = block_tensor(PyList_GET_ITEM(args[1], i), declined, kStarForward);
-  }
+  const auto t = block_tensors<kStarTensors>(args[1], declined, "tensors must be a list of 11 tensors or None",
+                                             kStarForward);
   for (std::size_t i = 0; i < 9; ++i) {
     if (!t[i].has_value()) block_argument_error("only conv2's bias and the residual scale may be None", kStarForward);
   }
@@ -626,15 +641,7 @@ PyObject* fused_star_block_forward(PyObject* /*module*/, PyObject* const* args, 
                         std::string(name.data(), name.size()), float_argument(PyTuple_GET_ITEM(activation, 1)),
                         float_argument(PyTuple_GET_ITEM(activation, 2)), convolution(3, 5), *t[6], *t[7],
                         convolution(4, 8), t[9], t[10]};
-  if (declined || !x.is_cuda() || at::impl::torch_function_mode_enabled() ||
-      at::autocast::is_autocast_enabled(at::kCUDA)) {
-    Py_RETURN_NONE;
-  }
-  if (c10::GradMode::is_enabled()) {
-    bool wanted = x.requires_grad();
-    for (const auto& tensor : t) wanted = wanted || (tensor.has_value() && tensor->requires_grad());
-    if (wanted) Py_RETURN_NONE;
-  }
+  if (one_call_declines(x, t, declined)) Py_RETURN_NONE;
   Tensor out;
   {
     const GilRelease no_gil;
