@@ -34,6 +34,10 @@ __all__ = ["FusedInvertedResidual"]
 _DEPTHWISE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
+# The dtypes of hardact's matrix products (_C._linear_activation): the excitation's products in them.
+_PRODUCT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
 def _one_kernel_applies(y: torch.Tensor, weight: torch.Tensor, parameters) -> bool:
     """Whether the one-kernel depthwise stage may run on y with a filter of weight's dtype: no gradient
     wanted (of y or of any tensor in parameters), not under torch.compile or autocast (the convolution
@@ -82,10 +86,10 @@ class FusedInvertedResidual(nn.Module):
     nn.Conv2d it covers (3x3 or 5x5, stride 1 or 2, no bias, a multiple of 4 channels up to 1024);
     else conv2 runs, then the pass. The squeeze-excitation's 1x1 convolutions are used as the matrices they are,
     reduce(m) = m @ W.view(Cr, C).T + b, one cuBLASLt kernel with the bias (and an nn.ReLU) in its
-    epilogue (torch._addmm_activation, F.linear; in float32 hardact's own call, whose products are
-    TF32 exactly when the convolutions would have been: torch.backends.cudnn.allow_tf32, on by
-    default, where F.linear would follow the matmul setting, off by default). Where a gradient is
-    wanted, or under torch.compile, float32 runs the convolutions themselves. For a CUDA
+    epilogue: hardact's own call, whose float32 products are TF32 exactly when the convolutions would
+    have been (torch.backends.cudnn.allow_tf32, on by default, where F.linear would follow the matmul
+    setting, off by default). Where a gradient is wanted, or under torch.compile, float32 runs the
+    convolutions themselves and 16-bit types torch._addmm_activation and F.linear. For a CUDA
     torch.Tensor where no gradient is wanted, not under torch.compile, autocast or a
     __torch_function__ mode, with submodules of the plain types it knows (nn.Conv2d with zero
     padding given as numbers, BatchNormActivation, an nn.ReLU between the excitation's products) and
@@ -139,20 +143,21 @@ class FusedInvertedResidual(nn.Module):
         grad = torch.is_grad_enabled()
         reduce_grad = grad and (mean.requires_grad or weight.requires_grad
                                 or (reduce.bias is not None and reduce.bias.requires_grad))
-        if mean.dtype == torch.float32:
-            expand_grad = grad and (expand.weight.requires_grad
-                                    or (expand.bias is not None and expand.bias.requires_grad))
-            if reduce_grad or expand_grad or _is_compiling() or type(mean) is not torch.Tensor or not mean.is_cuda:
-                squeezed = mean.reshape(mean.shape[0], mean.shape[1], 1, 1)
-                return expand(self.se_activation(reduce(squeezed))).flatten(1)
-            # PyTorch's float32 matrix products follow torch.backends.cuda.matmul.allow_tf32 (off by
-            # default); the 1x1 convolutions these replace ran under cuDNN's TF32 setting, which the
-            # products keep (TUNING.md#package-fused-ops).
+        expand_grad = grad and (expand.weight.requires_grad or (expand.bias is not None and expand.bias.requires_grad))
+        if (mean.dtype in _PRODUCT_DTYPES and not (reduce_grad or expand_grad) and not _is_compiling()
+                and type(mean) is torch.Tensor and mean.is_cuda):
+            # hardact's own cuBLASLt call keeps each shape's plan (ATen's addmm ran the heuristic on
+            # every call of an eager forward). PyTorch's float32 matrix products follow
+            # torch.backends.cuda.matmul.allow_tf32 (off by default); the 1x1 convolutions these
+            # replace ran under cuDNN's TF32 setting, which the products keep (TUNING.md#package-fused-ops).
             tf32 = torch.backends.cudnn.allow_tf32
             hidden = _C._linear_activation(mean, weight, reduce.bias, self.se_relu, tf32)
             if not self.se_relu:
                 hidden = self.se_activation(hidden)
             return _C._linear_activation(hidden, expand.weight.flatten(1), expand.bias, False, tf32)
+        if mean.dtype == torch.float32:
+            squeezed = mean.reshape(mean.shape[0], mean.shape[1], 1, 1)
+            return expand(self.se_activation(reduce(squeezed))).flatten(1)
         if self.se_relu and reduce.bias is not None and not reduce_grad:
             hidden = torch._addmm_activation(reduce.bias, mean, weight.t())
         else:

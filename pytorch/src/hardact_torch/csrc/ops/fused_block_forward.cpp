@@ -107,12 +107,13 @@ c10::optional<std::tuple<Tensor, Tensor>> depthwise_stage(const Tensor& y, Fused
 }
 
 /// FusedInvertedResidual.excitation without gradients on a CUDA mean, for an nn.ReLU between the
-/// products: float32 through linear_activation (TF32 as cuDNN's setting says, what
-/// torch.backends.cudnn.allow_tf32 reads), other dtypes through ATen's addmm with its ReLU epilogue,
-/// or linear and the ReLU where the reduce has no bias.
+/// products: float32, float16 and bfloat16 through linear_activation (TF32 as cuDNN's setting says,
+/// what torch.backends.cudnn.allow_tf32 reads), other dtypes through ATen's addmm with its ReLU
+/// epilogue, or linear and the ReLU where the reduce has no bias.
 Tensor excitation(const Tensor& mean, const BlockSqueeze& squeeze) {
   const Tensor weight = squeeze.reduce_weight.flatten(1);
-  if (mean.scalar_type() == at::kFloat) {
+  const at::ScalarType type = mean.scalar_type();
+  if (type == at::kFloat || type == at::kHalf || type == at::kBFloat16) {
     const bool tf32 = at::globalContext().allowTF32CuDNN();
     const Tensor hidden = linear_activation(mean, weight, squeeze.reduce_bias, /*relu=*/true, tf32);
     return linear_activation(hidden, squeeze.expand_weight.flatten(1), squeeze.expand_bias, /*relu=*/false, tf32);
