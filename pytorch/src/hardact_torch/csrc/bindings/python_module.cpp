@@ -385,8 +385,8 @@ constexpr const char* kBlockForward = "_fused_inverted_residual_forward";
 constexpr const char* kStarForward = "_fused_star_block_forward";
 constexpr const char* kPointwise = "_pointwise_conv2d";
 constexpr std::size_t kBlockTensors = 16;  // (weight, bias, scale, shift) of the expansion, the depthwise
-                                          // stage, the squeeze's (reduce weight, reduce bias, expand
-                                          // weight, expand bias) and the projection
+                                           // stage, the squeeze's (reduce weight, reduce bias, expand
+                                           // weight, expand bias) and the projection
 
 /// Raises TypeError naming the binding (`function`) and what is wrong with its arguments.
 [[noreturn]] void block_argument_error(const char* what, const char* function = kBlockForward) {
