@@ -50,8 +50,8 @@ def replace_pointwise_convolutions(model: nn.Module) -> int:
     group and channels in multiples of 8 a PointwiseConv2d, in place: the module itself changes class
     (its parameters, buffers, hooks and state_dict keys stay, and every block holding it sees the
     change). Returns how many. Not part of optimize_for_inference: on the H200 a CUDA graph of the
-    rewrite ran 1.00-1.12x as fast with it, eager StarNet 0.99-1.12x and VoVNet 1.03-1.22x (medians of
-    wide spreads), but eager is not measured on every family, nor anything on the H100
+    rewrite ran 1.00-1.12x as fast with it, eager StarNet 0.99-1.12x, VoVNet 1.03-1.22x and LCNet,
+    MobileNetV3 and FBNetV3 1.01-1.21x (medians of wide spreads), but nothing is measured on the H100
     (TUNING.md#package-pointwise-convolutions)."""
     count = 0
     for module in model.modules():
