@@ -149,10 +149,11 @@ FusedActivation checked_activation(const char* op_name, c10::string_view name, d
 }
 
 /// Channels-last-like x: dense, channels innermost (stride 1) and samples outermost, so element i
-/// of its memory has channel i % C and sample i / (numel / N). False where N or C is 0.
-bool channels_last_like(const at::Tensor& x) {
+/// of its memory has channel i % C and sample i / (numel / N). False where N or C is 0. With
+/// any_lone_sample_stride, one sample's stride(0), which places nothing, may be any value.
+bool channels_last_like(const at::Tensor& x, bool any_lone_sample_stride = false) {
   return x.dim() >= 3 && x.size(0) > 0 && x.size(1) > 0 && x.is_non_overlapping_and_dense() && x.stride(1) == 1 &&
-         x.stride(0) == x.numel() / x.size(0);
+         ((any_lone_sample_stride && x.size(0) == 1) || x.stride(0) == x.numel() / x.size(0));
 }
 
 at::Tensor scale_shift_activation(const at::Tensor& x, const c10::optional<at::Tensor>& scale,
@@ -358,8 +359,9 @@ at::Tensor hardsigmoid_gate(const at::Tensor& x, const at::Tensor& gate) {
   // elements: per_channel over N * C) or channels-last-like (dense, channels innermost, samples
   // outermost: per_sample_channel, C values per sample of C * H * W elements). Other layouts go
   // through ATen with the same arithmetic (in float, double for float64; rounded once).
+  // GhostNet's attention product, viewed back to 4-D, gives one sample stride(0) == C.
   const bool nchw = x.is_contiguous();
-  const bool channels_last = !nchw && channels_last_like(x);
+  const bool channels_last = !nchw && channels_last_like(x, /*any_lone_sample_stride=*/true);
   if (!nchw && !channels_last) {
     std::vector<int64_t> gate_shape(static_cast<std::size_t>(x.dim()), 1);
     gate_shape[0] = x.size(0);
