@@ -103,7 +103,7 @@ std::vector<SumShape> sum_shapes() {
   return shapes;
 }
 
-std::string describe(const SumShape& shape) {
+std::string describe_shape(const SumShape& shape) {
   return "C " + std::to_string(shape.channels) + ", inner " + std::to_string(shape.inner) + ", outer " +
          std::to_string(shape.outer);
 }
@@ -113,7 +113,7 @@ std::string describe(const SumShape& shape) {
 template <class T, class TOut>
 void check_exact_sums() {
   for (const SumShape& shape : sum_shapes()) {
-    SCOPED_TRACE(describe(shape));
+    SCOPED_TRACE(describe_shape(shape));
     const std::size_t n = shape.channels * shape.inner * shape.outer;
     // Float accumulation stays exact while every partial sum is an integer below 2^24.
     if (!std::is_same_v<hardact::detail::accumulate_t<T>, double> && n / shape.channels * 8 >= (std::size_t{1} << 24)) {
@@ -140,7 +140,7 @@ void check_random_sums() {
   const double unit = std::is_same_v<Acc, double> ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
   const double out_unit = std::ldexp(1.0, -(family::is_narrow<TOut> ? 8 : std::is_same_v<TOut, double> ? 53 : 24));
   for (const SumShape& shape : sum_shapes()) {
-    SCOPED_TRACE(describe(shape));
+    SCOPED_TRACE(describe_shape(shape));
     const std::size_t n = shape.channels * shape.inner * shape.outer;
     std::vector<T> in(n);
     std::mt19937_64 engine(n + 1);

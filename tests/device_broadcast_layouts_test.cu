@@ -42,8 +42,6 @@ namespace {
 using namespace hardact_test;
 using namespace hardact_test::broadcast;
 
-constexpr std::uint64_t kTwo63 = divmod::kTwo63;
-
 template <class T>
 class DeviceBroadcast : public ::testing::Test {};
 TYPED_TEST_SUITE(DeviceBroadcast, ElementTypes, TypeNames);
@@ -286,7 +284,8 @@ TYPED_TEST(DeviceBroadcast, ValuesInsideTheOutputAreRefused) {
     const T* const misaligned = reinterpret_cast<const T*>(reinterpret_cast<const unsigned char*>(values.data()) + 1);
     EXPECT_EQ(hardact::transform(op, x_data, hardact::per_channel(misaligned, 4), out, n), cudaErrorInvalidValue);
   }
-  EXPECT_EQ(hardact::transform(op, x_data, hardact::per_channel(at(values.data()), 4), out, std::size_t{kTwo63} + 1),
+  EXPECT_EQ(hardact::transform(op, x_data, hardact::per_channel(at(values.data()), 4), out,
+                               std::size_t{divmod::kTwo63} + 1),
             cudaErrorInvalidValue);
   // In place: values inside x are inside the output.
   EXPECT_EQ(hardact::transform(op, x_data, hardact::per_channel(x_data + 3, 4), in.data(), n), cudaErrorInvalidValue);

@@ -27,13 +27,13 @@ using namespace hardact_test;
 using namespace hardact_test::broadcast;
 
 template <class T>
-class DeviceBroadcast : public ::testing::Test {};
-TYPED_TEST_SUITE(DeviceBroadcast, ElementTypes, TypeNames);
+class DeviceBroadcastTwoInputs : public ::testing::Test {};
+TYPED_TEST_SUITE(DeviceBroadcastTwoInputs, ElementTypes, TypeNames);
 
 // =============================================================================================
 // Two full-length inputs: a residual, and the backward policies with their broadcasts.
 
-TYPED_TEST(DeviceBroadcast, ResidualPlusBias) {
+TYPED_TEST(DeviceBroadcastTwoInputs, ResidualPlusBias) {
   HARDACT_REQUIRE_DEVICE();
   using T = TypeParam;
   const auto op = hardact::chain(AddResidualAndBias{}, hardact::HardSwish{});
@@ -46,7 +46,7 @@ TYPED_TEST(DeviceBroadcast, ResidualPlusBias) {
 }
 
 // residual_activation with a full-length residual (no broadcast: the launchers' plain path).
-TYPED_TEST(DeviceBroadcast, ResidualActivation) {
+TYPED_TEST(DeviceBroadcastTwoInputs, ResidualActivation) {
   HARDACT_REQUIRE_DEVICE();
   using T = TypeParam;
   for (const std::size_t n : sweep_sizes()) {
@@ -57,7 +57,7 @@ TYPED_TEST(DeviceBroadcast, ResidualActivation) {
 
 // bias_activation_product: the full-length inputs apart, each followed by its bias (channels-last
 // and NCHW periods).
-TYPED_TEST(DeviceBroadcast, BiasActivationProduct) {
+TYPED_TEST(DeviceBroadcastTwoInputs, BiasActivationProduct) {
   HARDACT_REQUIRE_DEVICE();
   using T = TypeParam;
   const auto op = hardact::bias_activation_product(hardact::ReLU6{});
@@ -71,7 +71,7 @@ TYPED_TEST(DeviceBroadcast, BiasActivationProduct) {
   }
 }
 
-TYPED_TEST(DeviceBroadcast, BiasActivationBackward) {
+TYPED_TEST(DeviceBroadcastTwoInputs, BiasActivationBackward) {
   HARDACT_REQUIRE_DEVICE();
   using T = TypeParam;
   const hardact::BiasActivationBackward<hardact::HardSwishBackward> op;
@@ -83,7 +83,7 @@ TYPED_TEST(DeviceBroadcast, BiasActivationBackward) {
   }
 }
 
-TYPED_TEST(DeviceBroadcast, ScaleShiftActivationBackward) {
+TYPED_TEST(DeviceBroadcastTwoInputs, ScaleShiftActivationBackward) {
   HARDACT_REQUIRE_DEVICE();
   using T = TypeParam;
   const hardact::ScaleShiftActivationBackward<hardact::HardSwishBackward> op;

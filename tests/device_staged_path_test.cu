@@ -62,7 +62,7 @@ std::vector<Shape> shapes() {
   return {{1, 0, 0}, {2, 0, 0}, {1, 1, 1}, {2, 1, 2}, {1, 2, 3}, {2, 4, 2}, {1, 4, 4}, {2, 8, 2}, {1, 2, 8}, {1, 1, 11}};
 }
 
-std::string describe(const Shape& shape) {
+std::string describe_shape(const Shape& shape) {
   if (shape.blocks_per_multiprocessor == 0) return "one-tile blocks, units " + std::to_string(shape.units_per_thread);
   return "persistent, units " + std::to_string(shape.units_per_thread) + ", blocks/SM " +
          std::to_string(shape.blocks_per_multiprocessor) + ", stages " + std::to_string(shape.stages);
@@ -80,7 +80,7 @@ TEST(DeviceStagedPath, EveryShapeOneInput) {
   const std::vector<float> inputs = device_inputs<float>(n, 9100);
   for (const Shape shape : shapes()) {
     const ScopedStagedShape forced(shape);
-    const std::string trace = describe(shape);
+    const std::string trace = describe_shape(shape);
     // aligned; relatively misaligned by one and by three elements; in place at an odd offset
     EXPECT_TRUE((rig.run_on_path<0>(hardact::HardSigmoid{}, reference::HardSigmoid{}, NanBits::Any, inputs, 0, 0,
                                     false, nullptr)))
@@ -105,7 +105,7 @@ TEST(DeviceStagedPath, EveryShapeTwoInputsAndMixedTypes) {
   const std::vector<float> xs = family::device_inputs<float>(n, 9201);
   const std::vector<__nv_bfloat16> narrow = family::device_inputs<__nv_bfloat16>(n, 9202);
   for (const Shape shape : shapes()) {
-    SCOPED_TRACE(describe(shape));
+    SCOPED_TRACE(describe_shape(shape));
     const ScopedStagedShape forced(shape);
     family::check_two_inputs_on_path<float, float, float>(hardact::HardSigmoidBackward{},
                                                           [](float g, float x) {
@@ -137,7 +137,7 @@ TEST(DeviceStagedPath, EveryShapeWithBroadcasts) {
   const std::size_t n = quick_mode() ? 96 * 56 * 7 + 40 : 96 * 56 * 56 + 40;  // a ragged tail past whole rows
   const auto batchnorm = hardact::scale_shift_activation(hardact::HardSwish{});
   for (const Shape shape : broadcast_shapes) {
-    SCOPED_TRACE(describe(shape));
+    SCOPED_TRACE(describe_shape(shape));
     const ScopedStagedShape forced(shape);
     check_call<bf16>(batchnorm, n, full_input<bf16>(n, 9300), channel_input<bf16>(96, 1, 9301),
                      channel_input<bf16>(96, 1, 9302));

@@ -46,7 +46,7 @@ struct SumsCase {
   std::size_t offset;  ///< elements every array (outputs, inputs, sums) starts past an aligned address
 };
 
-std::string describe(const SumsCase& c) {
+std::string describe_case(const SumsCase& c) {
   static const char* const kLayouts[] = {"channels-last", "NCHW planes", "NCHW channels", "rows"};
   static const char* const kForms[] = {"activation", "scale-shift", "scale-shift-residual",
                                        "bias-every-two-elements"};
@@ -219,7 +219,7 @@ void check_sums() {
   const double unit = std::is_same_v<Acc, double> ? std::ldexp(1.0, -53) : std::ldexp(1.0, -24);
   const double out_unit = std::ldexp(1.0, -(family::is_narrow<TSum> ? 8 : std::is_same_v<TSum, double> ? 53 : 24));
   for (const SumsCase& c : cases(sizeof(T) == 8)) {
-    SCOPED_TRACE(describe(c));
+    SCOPED_TRACE(describe_case(c));
     const std::size_t n = c.samples * c.channels * c.positions;
     std::mt19937_64 engine(n * 7 + c.channels);
     std::uniform_real_distribution<double> values(-4.0, 4.0), near_one(0.5, 1.5), near_zero(-0.5, 0.5);
@@ -261,7 +261,7 @@ template <class T, class TSum>
 void check_exact_integer_sums() {
   for (const SumsCase& c : cases(sizeof(T) == 8)) {
     if (c.form != Form::activation) continue;
-    SCOPED_TRACE(describe(c));
+    SCOPED_TRACE(describe_case(c));
     const std::size_t n = c.samples * c.channels * c.positions;
     std::vector<T> x(n);
     std::mt19937_64 engine(n + 3);
