@@ -59,6 +59,25 @@ COMPILE_ARGS = ({"cxx": ["-O0", "-g0"], "nvcc": ["-O0", "-Xcicc", "-O0", "-genco
 # each other relative to csrc/.
 CSRC = "src/hardact_torch/csrc"
 os.chdir(HERE)
+# In the order they were linked before csrc/ had folders (static registrations run in it).
+SOURCES = [f"{CSRC}/{source}" for source in (
+    "ops/ops.cu", "ops/fused_ops.cu", "launch/fused_launch_float.cu", "launch/fused_launch_double.cu",
+    "launch/fused_launch_half.cu", "launch/fused_launch_bfloat16.cu",
+    "launch/fused_launch_half_float_parameters.cu", "launch/fused_launch_bfloat16_float_parameters.cu",
+    "testing/test_hooks.cu",
+    "ops/autograd.cpp", "ops/fused_autograd.cpp", "ops/linear_activation.cpp",
+    "ops/pointwise_convolution.cpp", "ops/depthwise_conv.cu",
+    "ops/fused_block_forward.cpp", "bindings/python_module.cpp")]
+if CHECK_BUILD:
+    # The .cu files as one translation unit, which includes each: ATen's and hardact's headers parsed
+    # once, not once a file (TUNING.md#build-time). Their registrations keep their order (depthwise_conv.cu
+    # registers none).
+    units = HERE / "build" / "check-build" / "cuda_units.cu"
+    units.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(f'#include "{HERE / source}"\n' for source in SOURCES if source.endswith(".cu"))
+    if not units.exists() or units.read_text() != text:
+        units.write_text(text)
+    SOURCES = [units.relative_to(HERE).as_posix()] + [source for source in SOURCES if not source.endswith(".cu")]
 setup(
     name="hardact_torch",
     version="0.1.0",
@@ -68,15 +87,7 @@ setup(
     ext_modules=[
         CUDAExtension(
             name="hardact_torch._C",
-            # In the order they were linked before csrc/ had folders (static registrations run in it).
-            sources=[f"{CSRC}/{source}" for source in (
-                "ops/ops.cu", "ops/fused_ops.cu", "launch/fused_launch_float.cu", "launch/fused_launch_double.cu",
-                "launch/fused_launch_half.cu", "launch/fused_launch_bfloat16.cu",
-                "launch/fused_launch_half_float_parameters.cu", "launch/fused_launch_bfloat16_float_parameters.cu",
-                "testing/test_hooks.cu",
-                "ops/autograd.cpp", "ops/fused_autograd.cpp", "ops/linear_activation.cpp",
-                "ops/pointwise_convolution.cpp", "ops/depthwise_conv.cu",
-                "ops/fused_block_forward.cpp", "bindings/python_module.cpp")],
+            sources=SOURCES,
             include_dirs=[hardact_include_dir(), str(HERE / CSRC)],
             # ops/linear_activation.cpp calls cuBLASLt, which torch itself loads (the same library at run time).
             libraries=["cublasLt"],
