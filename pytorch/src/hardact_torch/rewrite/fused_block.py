@@ -35,7 +35,7 @@ _DEPTHWISE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 # The dtypes of hardact's matrix products (_C._linear_activation): the excitation's products in them.
-_PRODUCT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+_EXCITATION_PRODUCT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def _one_kernel_applies(y: torch.Tensor, weight: torch.Tensor, parameters) -> bool:
@@ -144,7 +144,7 @@ class FusedInvertedResidual(nn.Module):
         reduce_grad = grad and (mean.requires_grad or weight.requires_grad
                                 or (reduce.bias is not None and reduce.bias.requires_grad))
         expand_grad = grad and (expand.weight.requires_grad or (expand.bias is not None and expand.bias.requires_grad))
-        if (mean.dtype in _PRODUCT_DTYPES and not (reduce_grad or expand_grad) and not _is_compiling()
+        if (mean.dtype in _EXCITATION_PRODUCT_DTYPES and not (reduce_grad or expand_grad) and not _is_compiling()
                 and type(mean) is torch.Tensor and mean.is_cuda):
             # hardact's own cuBLASLt call keeps each shape's plan (ATen's addmm ran the heuristic on
             # every call of an eager forward). PyTorch's float32 matrix products follow

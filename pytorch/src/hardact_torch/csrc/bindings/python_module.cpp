@@ -10,6 +10,7 @@
 // the result. __torch_function__ overrides are the Python caller's to handle, as in F.*.
 
 #include "ops/depthwise_conv.h"
+#include "ops/dispatch_helpers.h"
 #include "ops/fused_block_forward.h"
 #include "ops/gated_activation.h"
 #include "ops/linear_activation.h"
@@ -36,11 +37,7 @@
 namespace {
 
 using at::Tensor;
-
-template <class Signature>
-c10::TypedOperatorHandle<Signature> find_op(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
-}
+using hardact_torch::find_op;
 
 /// Releases the GIL for the operator call, as PyTorch's bindings do; restored on every exit.
 class GilRelease {

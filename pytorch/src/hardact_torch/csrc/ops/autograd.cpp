@@ -14,6 +14,8 @@
 //   although its gradient is grad / 6, and hardswish is not monotonic.
 // The out= forms are not differentiable, as in PyTorch: they raise if an input requires grad.
 
+#include "ops/dispatch_helpers.h"
+
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <c10/core/DispatchKeySet.h>
@@ -34,6 +36,9 @@ namespace {
 
 using at::Tensor;
 using c10::DispatchKeySet;
+using hardact_torch::find_op;
+using hardact_torch::kBelowAutograd;
+using hardact_torch::new_node;
 using torch::autograd::SavedVariable;
 using torch::autograd::variable_list;
 
@@ -53,11 +58,6 @@ const char* op_name(Activation activation) {
     case Activation::relu6: return "relu6";
   }
   return "?";
-}
-
-template <class Signature>
-c10::TypedOperatorHandle<Signature> find_op(const char* name, const char* overload = "") {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, overload).typed<Signature>();
 }
 
 using UnaryOp = c10::TypedOperatorHandle<Tensor(const Tensor&)>;
@@ -110,11 +110,6 @@ Tensor activation_backward(Activation activation, const Bounds& bounds, const Te
 void refuse_forward_ad(Activation activation, const Tensor& t) {
   TORCH_CHECK(!torch::autograd::isFwGradDefined(t), "hardact::", op_name(activation),
               ": forward-mode AD (dual tensors) is not supported; use torch.nn.functional.", op_name(activation));
-}
-
-template <class NodeType>
-std::shared_ptr<NodeType> new_node(NodeType* node) {
-  return std::shared_ptr<NodeType>(node, torch::autograd::deleteNode);
 }
 
 // ---- Nodes ---------------------------------------------------------------------------------------
@@ -285,8 +280,6 @@ Tensor differentiable_backward(Activation activation, Bounds bounds, const Tenso
 }
 
 // ---- the Autograd kernels, one per op (the key set lets them redispatch below autograd) -----------
-
-constexpr DispatchKeySet kBelowAutograd = c10::after_autograd_keyset;
 
 template <Activation A, UnaryOp Handles::*Op>
 Tensor unary_autograd(DispatchKeySet keys, const Tensor& x) {

@@ -16,6 +16,7 @@
 // Forward-mode AD raises, as for the other hardact operators.
 
 #include "launch/fused_activation.h"
+#include "ops/dispatch_helpers.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -39,15 +40,11 @@ namespace {
 using at::Tensor;
 using c10::DispatchKeySet;
 using hardact_torch::FusedActivation;
+using hardact_torch::find_op;
+using hardact_torch::kBelowAutograd;
+using hardact_torch::new_node;
 using torch::autograd::SavedVariable;
 using torch::autograd::variable_list;
-
-template <class Signature>
-c10::TypedOperatorHandle<Signature> find_op(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
-}
-
-constexpr DispatchKeySet kBelowAutograd = c10::after_autograd_keyset;
 
 at::ScalarType compute_type(const Tensor& x) { return x.scalar_type() == at::kDouble ? at::kDouble : at::kFloat; }
 
@@ -87,11 +84,6 @@ std::vector<int64_t> reduced_dims(const Tensor& x, bool per_plane) {
 void refuse_forward_ad(const char* op_name, const Tensor& t) {
   TORCH_CHECK(!t.defined() || !torch::autograd::isFwGradDefined(t), "hardact::", op_name,
               ": forward-mode AD (dual tensors) is not supported");
-}
-
-template <class NodeType>
-std::shared_ptr<NodeType> new_node(NodeType* node) {
-  return std::shared_ptr<NodeType>(node, torch::autograd::deleteNode);
 }
 
 /// The gradients of act(z), z = x * scale + shift + residual (scale, shift and residual each

@@ -15,6 +15,7 @@
 
 #include "ops/fused_block_forward.h"
 #include "ops/depthwise_conv.h"
+#include "ops/dispatch_helpers.h"
 #include "ops/linear_activation.h"
 #include "ops/pointwise_convolution.h"
 
@@ -32,11 +33,6 @@ namespace {
 
 using at::Tensor;
 using OptionalTensor = c10::optional<Tensor>;
-
-template <class Signature>
-c10::TypedOperatorHandle<Signature> find_op(const char* name) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Signature>();
-}
 
 // The operators' handles, looked up on first use (the registrations have run by then).
 using ScaleShiftSignature = Tensor(const Tensor&, const OptionalTensor&, const OptionalTensor&, c10::string_view,
