@@ -4,6 +4,7 @@
 - The `checks` fixture (Checks, below): a test records many comparisons (a loop over dtypes, layouts,
   activations and forms) and fails with all of its failures in one message, or when it recorded
   none. The number of comparisons per module is printed at the end of the run.
+- Under pytest-xdist, PyTorch's CPU threads are shared out among the workers.
 - The `generator` fixture: a CUDA generator seeded with the module's SEED, fresh for every test, so a
   test's data do not depend on which tests ran before it.
 The tests import the installed hardact_torch (python3 -m pip install --no-build-isolation ./pytorch),
@@ -12,11 +13,18 @@ never the source tree.
 
 from __future__ import annotations
 
+import os
 import pathlib
 import sys
 
 import pytest
 import torch
+
+# Under pytest-xdist each worker gets its share of the cores for PyTorch's CPU threads: N workers of a
+# thread per core each made the CPU tests crawl on a 16-core GPU machine (past 240 s a test, -n 16).
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // _WORKERS))
 
 # checklib.py (comparison, test data), shared with the benchmarks and examples, lives in pytorch/common/.
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "common"))
