@@ -24,7 +24,6 @@ namespace {
 
 using namespace hardact_test;
 
-constexpr std::uint64_t kTwo63 = divmod::kTwo63;
 
 // =============================================================================================
 // Launch contract with broadcast operands, without a GPU: refusals return before any CUDA call.
@@ -130,7 +129,7 @@ TYPED_TEST(HostBroadcastContract, MoreThan2To63ElementsAreRefused) {
   using T = TypeParam;
   const hardact::Broadcast<T> b = hardact::per_channel(this->values(), 4);
   const auto bias = hardact::bias_activation(hardact::HardSwish{});
-  for (const std::size_t n : {std::size_t{kTwo63} + 1, SIZE_MAX / 2 + 2, SIZE_MAX}) {
+  for (const std::size_t n : {std::size_t{divmod::kTwo63} + 1, SIZE_MAX / 2 + 2, SIZE_MAX}) {
     EXPECT_EQ(hardact::transform(bias, this->x(), b, this->out(), n), cudaErrorInvalidValue) << n;
   }
 }

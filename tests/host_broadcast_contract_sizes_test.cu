@@ -24,7 +24,6 @@ namespace {
 
 using namespace hardact_test;
 
-constexpr std::uint64_t kTwo63 = divmod::kTwo63;
 
 // =============================================================================================
 // Launch contract with broadcast operands, without a GPU: refusals return before any CUDA call.
@@ -91,7 +90,7 @@ TEST(HostBroadcastContractLimit, MoreThan2To63ElementsIsTheOnlyReason) {
   FakeDeviceMemory memory;
   E* const data = memory.at<E>(2048);
   const float* const values = memory.at<float>(0);
-  const std::size_t n = std::size_t{kTwo63} + 1;
+  const std::size_t n = std::size_t{divmod::kTwo63} + 1;
   ASSERT_LT(reinterpret_cast<std::uintptr_t>(data), UINTPTR_MAX - n) << "host addresses below 2^63 expected";
   EXPECT_EQ(hardact::transform(hardact::Add{}, static_cast<const E*>(data), hardact::per_channel(values, 4), data, n),
             cudaErrorInvalidValue);
@@ -118,7 +117,7 @@ TEST(HostChannelSumContract, BadShapesAreRefused) {
                           {7, 7, 2, "n smaller than one row"},
                           {0, std::size_t{1} << 62, 4, "channels * inner past 2^63"},
                           {0, SIZE_MAX, SIZE_MAX, "channels * inner overflows"},
-                          {std::size_t{kTwo63} + 1, 1, 1, "n past 2^63"},
+                          {std::size_t{divmod::kTwo63} + 1, 1, 1, "n past 2^63"},
                           {SIZE_MAX, 1, 1, "n = SIZE_MAX"}};
   for (const Shape& shape : shapes) {
     std::size_t bytes = 0;

@@ -34,7 +34,6 @@ namespace {
 using namespace hardact_test;
 using hardact::detail::FastDivmod;
 
-constexpr std::uint64_t kTwo63 = divmod::kTwo63;
 
 // =============================================================================================
 // FastDivmod and multiply_high.
@@ -90,9 +89,9 @@ TEST(HostFastDivmod, DomainEnds) {
   // Divisor 1 is n itself; divisor 2^63 (the largest FastDivmod takes) gives 0 below 2^63.
   const FastDivmod one = FastDivmod::make(1);
   EXPECT_EQ(one.divisor, 1u);
-  for (const std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, kTwo63 - 1}) EXPECT_EQ(one.divide(n), n);
-  const FastDivmod top = FastDivmod::make(kTwo63);
-  for (const std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, kTwo63 / 2, kTwo63 - 1}) {
+  for (const std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, divmod::kTwo63 - 1}) EXPECT_EQ(one.divide(n), n);
+  const FastDivmod top = FastDivmod::make(divmod::kTwo63);
+  for (const std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, divmod::kTwo63 / 2, divmod::kTwo63 - 1}) {
     std::uint64_t q = 1, r = 0;
     top.divmod(n, q, r);
     EXPECT_EQ(q, 0u) << n;
@@ -102,8 +101,8 @@ TEST(HostFastDivmod, DomainEnds) {
   for (int k = 1; k < 63; ++k) {
     const std::uint64_t d = (std::uint64_t{1} << k) + 1;
     const FastDivmod f = FastDivmod::make(d);
-    EXPECT_EQ(f.divide(kTwo63 - 1), (kTwo63 - 1) / d) << d;
-    EXPECT_EQ(f.divide((kTwo63 - 1) / d * d - 1), (kTwo63 - 1) / d - 1) << d;
+    EXPECT_EQ(f.divide(divmod::kTwo63 - 1), (divmod::kTwo63 - 1) / d) << d;
+    EXPECT_EQ(f.divide((divmod::kTwo63 - 1) / d * d - 1), (divmod::kTwo63 - 1) / d - 1) << d;
   }
 }
 
@@ -136,7 +135,7 @@ static_assert(is_operand_v<hardact::Broadcast<float>> && is_operand_v<hardact::B
 static_assert(!is_operand_v<float> && !is_operand_v<int> && !is_operand_v<std::size_t>);
 static_assert(std::is_same_v<hardact::detail::operand_element<const float*>::type, float>);
 static_assert(std::is_same_v<hardact::detail::operand_element<hardact::Broadcast<const double>>::type, double>);
-static_assert(hardact::detail::kMaxBroadcastElements == kTwo63);
+static_assert(hardact::detail::kMaxBroadcastElements == divmod::kTwo63);
 
 // The launchers' new overloads: 2, 3 and 4 inputs, each a pointer or a Broadcast, and unchanged
 // one-input overloads.
@@ -168,7 +167,8 @@ static_assert(std::is_same_v<decltype(hardact::transform(hardact::HardSigmoid{},
 // (i / inner) % period for any i < n, with either form.
 TEST(HostBroadcastOperand, PrepareBroadcastKeepsEveryIndex) {
   const float* const values = kChannelValues;
-  const std::size_t kHuge[] = {std::size_t{1} << 40, std::size_t{kTwo63}, std::size_t{kTwo63} + 1, SIZE_MAX};
+  const std::size_t kHuge[] = {std::size_t{1} << 40, std::size_t{divmod::kTwo63}, std::size_t{divmod::kTwo63} + 1,
+                               SIZE_MAX};
   std::size_t checked = 0;
   for (std::size_t n = 1; n <= 130; ++n) {
     std::vector<std::size_t> shapes = {1, 2, 3, 7, 49, n - 1 > 0 ? n - 1 : 1, n, n + 1, 2 * n};
@@ -199,7 +199,7 @@ TEST(HostBroadcastOperand, PrepareBroadcastKeepsEveryIndex) {
   }
   // The largest call of the 32-bit form, n = 2^31, and the smallest past it; their last indexes.
   for (const std::size_t n : {std::size_t{divmod::kTwo31}, std::size_t{divmod::kTwo31} + 1}) {
-    for (const std::size_t inner : {std::size_t{1}, std::size_t{49}, std::size_t{kTwo63}, SIZE_MAX}) {
+    for (const std::size_t inner : {std::size_t{1}, std::size_t{49}, std::size_t{divmod::kTwo63}, SIZE_MAX}) {
       for (const std::size_t period : {std::size_t{3}, std::size_t{1000}, std::size_t{1} << 40, SIZE_MAX}) {
         const auto prepared = hardact::detail::prepare_broadcast(hardact::Broadcast<float>{values, inner, period}, n);
         EXPECT_EQ(prepared.narrow, n <= divmod::kTwo31) << n;
@@ -220,11 +220,11 @@ TEST(HostBroadcastOperand, PrepareBroadcastKeepsEveryIndex) {
   }
   // The largest call a broadcast takes: n = 2^63, the last indexes.
   for (const std::size_t inner : {std::size_t{1}, std::size_t{3}, std::size_t{1} << 40, SIZE_MAX}) {
-    for (const std::size_t period : {std::size_t{1}, std::size_t{7}, std::size_t{kTwo63}, SIZE_MAX}) {
+    for (const std::size_t period : {std::size_t{1}, std::size_t{7}, std::size_t{divmod::kTwo63}, SIZE_MAX}) {
       const auto prepared =
-          hardact::detail::prepare_broadcast(hardact::Broadcast<float>{values, inner, period}, kTwo63);
+          hardact::detail::prepare_broadcast(hardact::Broadcast<float>{values, inner, period}, divmod::kTwo63);
       EXPECT_FALSE(prepared.narrow);
-      for (std::uint64_t i = kTwo63 - 5; i < kTwo63; ++i) {
+      for (std::uint64_t i = divmod::kTwo63 - 5; i < divmod::kTwo63; ++i) {
         std::uint64_t row = 0, offset = 0, cycle = 0, channel = 0;
         prepared.inner.divmod(i, row, offset);
         prepared.period.divmod(row, cycle, channel);

@@ -50,18 +50,18 @@ static_assert(sizeof(kFloatLaunchers) + sizeof(kDoubleLaunchers) + sizeof(kHalfL
               17 * sizeof(void (*)()), "one launcher per valid (type, width) pair");
 
 template <class T>
-constexpr const T* kIn = nullptr;
+constexpr const T* kX = nullptr;  // a null input (x) and output (y) of each element type
 template <class T>
-constexpr T* kOut = nullptr;
+constexpr T* kY = nullptr;
 
 // Stream defaults to nullptr; VecWidth defaults to automatic.
-static_assert(std::is_same_v<decltype(hardact::transform(HardSigmoid{}, kIn<float>, kOut<float>, std::size_t{})),
+static_assert(std::is_same_v<decltype(hardact::transform(HardSigmoid{}, kX<float>, kY<float>, std::size_t{})),
                              cudaError_t>);
-static_assert(std::is_same_v<decltype(hardact::transform(HardTanh{}, kIn<__half>, kOut<__half>, std::size_t{},
+static_assert(std::is_same_v<decltype(hardact::transform(HardTanh{}, kX<__half>, kY<__half>, std::size_t{},
                                                          cudaStream_t{})),
                              cudaError_t>);
-static_assert(std::is_same_v<decltype(hardact::transform<8>(HardTanh{0.0, 6.0}, kIn<__nv_bfloat16>,
-                                                            kOut<__nv_bfloat16>, std::size_t{})),
+static_assert(std::is_same_v<decltype(hardact::transform<8>(HardTanh{0.0, 6.0}, kX<__nv_bfloat16>,
+                                                            kY<__nv_bfloat16>, std::size_t{})),
                              cudaError_t>);
 
 // Convenience launchers, templated on T, with PyTorch's defaults.
@@ -69,11 +69,11 @@ static_assert(std::is_same_v<decltype(&hardact::hardsigmoid<float>),
                              cudaError_t (*)(const float*, float*, std::size_t, cudaStream_t)>);
 static_assert(std::is_same_v<decltype(&hardact::hardtanh<double>),
                              cudaError_t (*)(const double*, double*, std::size_t, double, double, cudaStream_t)>);
-static_assert(std::is_same_v<decltype(hardact::hardsigmoid(kIn<__half>, kOut<__half>, std::size_t{})), cudaError_t>);
-static_assert(std::is_same_v<decltype(hardact::hardtanh(kIn<__nv_bfloat16>, kOut<__nv_bfloat16>, std::size_t{})),
+static_assert(std::is_same_v<decltype(hardact::hardsigmoid(kX<__half>, kY<__half>, std::size_t{})), cudaError_t>);
+static_assert(std::is_same_v<decltype(hardact::hardtanh(kX<__nv_bfloat16>, kY<__nv_bfloat16>, std::size_t{})),
                              cudaError_t>);
-static_assert(std::is_same_v<decltype(hardact::hardtanh(kIn<float>, kOut<float>, std::size_t{}, 0.0)), cudaError_t>);
-static_assert(std::is_same_v<decltype(hardact::hardtanh(kIn<float>, kOut<float>, std::size_t{}, 0.0, 6.0,
+static_assert(std::is_same_v<decltype(hardact::hardtanh(kX<float>, kY<float>, std::size_t{}, 0.0)), cudaError_t>);
+static_assert(std::is_same_v<decltype(hardact::hardtanh(kX<float>, kY<float>, std::size_t{}, 0.0, 6.0,
                                                         cudaStream_t{})),
                              cudaError_t>);
 

@@ -38,7 +38,7 @@ TOut mixed(const Op& op, TIn x) {
 }
 
 template <class TIn>
-std::vector<TIn> inputs_for() {
+std::vector<TIn> mixed_inputs_for() {
   // Large magnitudes reach the fp8 saturation through HardSwish.
   std::vector<TIn> values =
       family::host_inputs<TIn>({448.0, 464.0, 465.0, 480.0, 57344.0, 61440.0, 1e5, -500.0}, 1 << 18, 0x3a11);
@@ -52,7 +52,7 @@ std::vector<TIn> inputs_for() {
 template <class TIn, class TOut, class Op, class FloatReference>
 ::testing::AssertionResult mixed_matches(const Op& op, const FloatReference& reference,
                                          Overflow fp8_overflow = Overflow::Saturate) {
-  const std::vector<TIn> inputs = inputs_for<TIn>();
+  const std::vector<TIn> inputs = mixed_inputs_for<TIn>();
   std::vector<TOut> outputs, expected;
   for (const TIn x : inputs) {
     outputs.push_back(mixed<TOut>(op, x));

@@ -24,7 +24,7 @@ using hardact_test::FakeDeviceMemory;
 
 constexpr std::size_t kChannels = 8, kPositions = 6, kSamples = 3, kN = kChannels * kPositions * kSamples;
 
-struct Arrays {
+struct SummedArrays {
   FakeDeviceMemory memory;
   const float* x() { return memory.at<float>(0); }
   float* y() { return memory.at<float>(1024); }
@@ -33,12 +33,12 @@ struct Arrays {
   void* temp() { return memory.at<unsigned char>(3072); }
 };
 
-cudaError_t call(Arrays& a, const hardact::OutputWithSums<float, float>& out, std::size_t n) {
+cudaError_t call(SummedArrays& a, const hardact::OutputWithSums<float, float>& out, std::size_t n) {
   return hardact::transform(hardact::ReLU6{}, a.x(), out, n);
 }
 
 TEST(HostSummedOutputContract, MalformedIsRefusedWhateverN) {
-  Arrays a;
+  SummedArrays a;
   const auto good = hardact::with_sample_channel_sums(a.y(), a.sums(), kChannels, kPositions);
   for (const std::size_t n : {std::size_t{0}, kN}) {
     auto bad = good;
@@ -72,7 +72,7 @@ TEST(HostSummedOutputContract, EmptyCallLooksAtNoPointer) {
 }
 
 TEST(HostSummedOutputContract, BadPointersAndSizesAreRefused) {
-  Arrays a;
+  SummedArrays a;
   const auto good = hardact::with_sample_channel_sums(a.y(), a.sums(), kChannels, kPositions);
   EXPECT_EQ(call(a, good, kN - kChannels), cudaErrorInvalidValue) << "n not whole spans";
   EXPECT_EQ(call(a, hardact::with_channel_sums(a.y(), a.sums(), kChannels, kPositions), kN - 1), cudaErrorInvalidValue)
@@ -96,7 +96,7 @@ TEST(HostSummedOutputContract, BadPointersAndSizesAreRefused) {
 }
 
 TEST(HostSummedOutputContract, PartialSumsNeedTheirStorage) {
-  Arrays a;
+  SummedArrays a;
   // Per channel of NCHW: one partial sum per channel and sample.
   auto per_channel = hardact::with_channel_sums(a.y(), a.sums(), kChannels, kPositions);
   const std::size_t bytes = hardact::temp_storage_bytes(per_channel, kN);
@@ -111,7 +111,7 @@ TEST(HostSummedOutputContract, PartialSumsNeedTheirStorage) {
 }
 
 TEST(HostSummedOutputContract, StorageDependsOnTheShapeAlone) {
-  Arrays a, b;
+  SummedArrays a, b;
   // Per (n, c) of NCHW: every sum one block's; none.
   EXPECT_EQ(hardact::temp_storage_bytes(hardact::with_channel_sums(a.y(), a.sums(), 64 * 72, 784), 64 * 72 * 784), 0u);
   // Channels-last squeezes of MobileNet-size images: whole partial sums, the same for any pointers.
