@@ -69,15 +69,18 @@ SOURCES = [f"{CSRC}/{source}" for source in (
     "ops/pointwise_convolution.cpp", "ops/depthwise_conv.cu",
     "ops/fused_block_forward.cpp", "bindings/python_module.cpp")]
 if CHECK_BUILD:
-    # The .cu files as one translation unit, which includes each: ATen's and hardact's headers parsed
-    # once, not once a file (TUNING.md#build-time). Their registrations keep their order (depthwise_conv.cu
-    # registers none).
-    units = HERE / "build" / "check-build" / "cuda_units.cu"
-    units.parent.mkdir(parents=True, exist_ok=True)
-    text = "".join(f'#include "{HERE / source}"\n' for source in SOURCES if source.endswith(".cu"))
-    if not units.exists() or units.read_text() != text:
-        units.write_text(text)
-    SOURCES = [units.relative_to(HERE).as_posix()] + [source for source in SOURCES if not source.endswith(".cu")]
+    # The .cu files as one translation unit, which includes each, and the .cpp files as another:
+    # ATen's and hardact's headers parsed once, not once a file (TUNING.md#build-time). Registrations
+    # keep their order (depthwise_conv.cu, the one .cu after a .cpp, registers none).
+    def one_unit(name: str, suffix: str) -> str:
+        unit = HERE / "build" / "check-build" / name
+        unit.parent.mkdir(parents=True, exist_ok=True)
+        text = "".join(f'#include "{HERE / source}"\n' for source in SOURCES if source.endswith(suffix))
+        if not unit.exists() or unit.read_text() != text:
+            unit.write_text(text)
+        return unit.relative_to(HERE).as_posix()
+
+    SOURCES = [one_unit("cuda_units.cu", ".cu"), one_unit("cpp_units.cpp", ".cpp")]
 setup(
     name="hardact_torch",
     version="0.1.0",
