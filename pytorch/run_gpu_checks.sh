@@ -2,7 +2,8 @@
 # One command for a GPU machine with PyTorch and nvcc: installs the package from this checkout, then
 # runs its pytest suite (tests/) with a summary, and optionally the benchmarks.
 #
-#   pytorch/run_gpu_checks.sh                   # install + pytest tests/ (-rs lists every skip and its reason)
+#   pytorch/run_gpu_checks.sh                   # install + pytest tests/ (-rs lists every skip and its reason;
+#                                               # a worker per core where pytest-xdist is installed)
 #   pytorch/run_gpu_checks.sh --bench           # ... then bench/bench.py (4096 x 393216), bench_host.py
 #                                               # (host time per call), bench_models.py (real networks),
 #                                               # bench_fused.py, bench_fused_models.py (fused ops, rewrite)
@@ -61,8 +62,12 @@ fi
 # From the log folder, so that the installed package is imported, never the source tree; pytest
 # reads this folder's configuration. Exit status 5 (no test collected) fails like any other.
 cd "$logs" || exit 1
+# With pytest-xdist installed, a worker per core (conftest gives each its share of PyTorch's CPU
+# threads); -n 0 after -- runs the suite in one process.
+parallel=()
+"$python" -c 'import xdist' 2>/dev/null && parallel=(-n "$(nproc)")
 start=$SECONDS
-"$python" -m pytest -c "$here/pyproject.toml" --rootdir "$here" -p no:cacheprovider -rs \
+"$python" -m pytest -c "$here/pyproject.toml" --rootdir "$here" -p no:cacheprovider -rs ${parallel[@]+"${parallel[@]}"} \
   --junitxml "$logs/junit.xml" "$here/tests" ${pytest_args[@]+"${pytest_args[@]}"} >"$logs/pytest.log" 2>&1
 pytest_status=$?
 sed -n '/short test summary info/,$p' "$logs/pytest.log"

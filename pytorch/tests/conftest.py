@@ -107,6 +107,23 @@ def pytest_runtest_call(item: pytest.Item):
     return result
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands its comparison counts to the controller, which prints them."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["hardact_comparisons"] = session.config.stash.get(COUNTS, {})
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """pytest-xdist's controller: a worker's counts added to the run's."""
+    counts = node.config.stash.setdefault(COUNTS, {})
+    for module, (passed, failed) in getattr(node, "workeroutput", {}).get("hardact_comparisons", {}).items():
+        total = counts.setdefault(module, [0, 0])
+        total[0] += passed
+        total[1] += failed
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
     counts = config.stash.get(COUNTS, {})
     if counts:
