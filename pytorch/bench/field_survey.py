@@ -46,7 +46,8 @@ unless a module is shared between several places):
       * inside a block class a matcher knows (timm's InvertedResidual / DepthwiseSeparableConv,
         torchvision's InvertedResidual) that the matcher declined, with what it declined;
       * after a BatchNorm that is not its neighbour in an nn.Sequential (fuse_batchnorm_activation
-        folds only Sequential neighbours and timm's BatchNormAct2d);
+        folds Sequential neighbours, a BatchNorm ending a nested nn.Sequential included, and timm's
+        BatchNormAct2d);
       * after a Linear or convolution (no rewrite fuses a bias with an activation);
       * in an attention module (class name with Attention/Attn): left to PyTorch;
       * else inside its block's class: no block matcher.

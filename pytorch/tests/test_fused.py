@@ -8,8 +8,10 @@ Without a GPU: schemas registered; fake kernels (meta tensors) give empty_like(x
 CUDA kernels' errors; the gate differentiates on meta tensors for every shape its forward accepts;
 a CPU x raises an error naming functions that exist; fuse_batchnorm_activation refuses a training
 model and rewrites nn.Sequential pairs, torchvision's Conv2dNormActivation and timm's
-BatchNormAct2d (those installed; the others skip) on the CPU; fuse_squeeze_excitation replaces
-torchvision's and timm's squeeze-excitation blocks gated by a hard sigmoid and no other;
+BatchNormAct2d (those installed; the others skip) on the CPU, folding an nn.Conv2d's bias into the
+BatchNorm after it and an activation after a nested nn.Sequential into the BatchNorm that ends it;
+fuse_squeeze_excitation replaces torchvision's and timm's squeeze-excitation blocks gated by a hard
+sigmoid and no other;
 torch.compile(fullgraph=True) traces the functions to aten ops (no graph break); the DTensor
 sharding rules on a fake two-rank process group (CPU stand-in kernels).
 With a GPU: every dtype, layout (NCHW, channels-last, 2-D, gapped, offset), activation and form bit
@@ -20,7 +22,8 @@ torch.autograd.gradcheck (float64) and against eager's autograd (float32; the ga
 4-D x); a CUDA graph capture; the fused squeeze-excitation blocks against the originals (float32
 forward bit for bit, bfloat16 within rounding, a training step's gradients); real models rewritten
 (timm MobileNetV3 / LCNet, torchvision MobileNetV3, those installed): float64 output equal to eager
-within 1e-4, the float32 and bfloat16 differences printed.
+within 1e-4, the float32 and bfloat16 differences printed; folded convolution biases against the
+original run in float64.
 """
 
 from __future__ import annotations
@@ -268,6 +271,81 @@ def test_fuse_batchnorm_activation(checks, library) -> None:
     count = sum(1 for m in model.modules() if isinstance(m, ha.BatchNormActivation))
     checks.record("" if fused == expected == count or (library == "timm" and fused == count >= expected)
                   else f"fused {fused}, modules {count}, expected {expected}", f"rewrite {library} blocks")
+
+
+class ConvNorm(nn.Sequential):
+    """A convolution with a bias and a BatchNorm, as timm's StarNet ConvBN: an nn.Sequential subclass
+    that keeps nn.Sequential's forward."""
+
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.add_module("conv", nn.Conv2d(cin, cout, 3, stride, 1))
+        self.add_module("bn", nn.BatchNorm2d(cout))
+
+
+class ReversedConvNorm(ConvNorm):
+    """The same children run in another order: nothing here may be folded."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(self.bn(x))
+
+
+def biased_stem_model() -> nn.Sequential:
+    """timm's StarNet stem and downsampler in miniature: nn.Sequential(ConvNorm, ReLU6) (the activation
+    after a nested nn.Sequential that ends in a BatchNorm), a ConvNorm alone, an nn.Conv2d with a bias
+    and an nn.BatchNorm2d as children, and a ReversedConvNorm (its own forward) at the end."""
+    return nn.Sequential(nn.Sequential(ConvNorm(3, 8, 2), nn.ReLU6()), ConvNorm(8, 12, 2),
+                         nn.Conv2d(12, 12, 1), nn.BatchNorm2d(12), nn.Hardswish(), ReversedConvNorm(12, 12, 1))
+
+
+def test_fuse_batchnorm_activation_folds_convolution_biases(checks) -> None:
+    """A biased nn.Conv2d right before a BatchNorm2d runs without its bias (folded into the shift), and
+    an activation after a nested nn.Sequential that ends in a BatchNorm joins that BatchNorm."""
+    model = biased_stem_model().eval()
+    fused = ha.fuse_batchnorm_activation(model)
+    stem, down, conv, norm, reversed_block = model[0][0], model[1], model[2], model[3], model[4]
+    found = {"stem BatchNorm's activation": getattr(stem.bn, "activation", None),
+             "stem's ReLU6 removed": len(model[0]) == 1,
+             "stem convolution's bias": stem.conv.bias is None,
+             "downsampler BatchNorm's activation": getattr(down.bn, "activation", None),
+             "downsampler convolution's bias": down.conv.bias is None,
+             "bare convolution's bias": conv.bias is None,
+             "bare BatchNorm's activation": getattr(norm, "activation", None),
+             "the other forward's bias kept": reversed_block.conv.bias is not None,
+             "the other forward's BatchNorm folded alone": getattr(reversed_block.bn, "activation", None)}
+    expected = {"stem BatchNorm's activation": "relu6", "stem's ReLU6 removed": True, "stem convolution's bias": True,
+                "downsampler BatchNorm's activation": "identity", "downsampler convolution's bias": True,
+                "bare convolution's bias": True, "bare BatchNorm's activation": "hardswish",
+                "the other forward's bias kept": True, "the other forward's BatchNorm folded alone": "identity"}
+    wrong = [f"{k}: {found[k]!r}, expected {v!r}" for k, v in expected.items() if found[k] != v]
+    checks.record("; ".join(wrong) + ("" if fused == 4 else f"; fused {fused}, expected 4"),
+                  "biased convolutions before BatchNorms folded, the nested stem's activation joined")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", (torch.float64, torch.float32, torch.bfloat16), ids=NAMES.get)
+def test_fuse_batchnorm_activation_folded_biases_outputs(checks, generator, dtype) -> None:
+    """The rewrite of biased_stem_model against the original run in float64 on the GPU, odd spatial
+    sizes, channels-last, relative to the largest output: float64 within 1e-7 (PyTorch's float64
+    HardSwish multiplies by float(1/6), hardact divides by 6); float32 and bfloat16 within 4 x the
+    original's own difference (cuDNN's float32 convolutions use TF32; the rewrite rounds once where the
+    original rounds after the bias, the BatchNorm and the activation). A bias left out moves it by O(1)."""
+    torch.manual_seed(3)
+    base = biased_stem_model()
+    randomise_batchnorms(base)
+    base = base.cuda().eval().to(memory_format=torch.channels_last)
+    rewritten = copy.deepcopy(base).to(dtype)
+    ha.fuse_batchnorm_activation(rewritten)
+    x = torch.randn(3, 3, 25, 31, device="cuda", generator=generator).contiguous(memory_format=torch.channels_last)
+    with torch.no_grad():
+        exact = copy.deepcopy(base).double()(x.double())
+        original = copy.deepcopy(base).to(dtype)(x.to(dtype)).double()
+        got = rewritten(x.to(dtype)).double()
+    scale = exact.abs().max().item()
+    error, own = ((got - exact).abs().max().item() / scale, (original - exact).abs().max().item() / scale)
+    bound = 1e-7 if dtype == torch.float64 else 4 * own
+    checks.record("" if error <= bound else f"relative error {error:.3g} (the original's {own:.3g}), bound {bound:.3g}",
+                  f"{NAMES[dtype]}: the folded biases' output against float64")
 
 
 def squeeze_excitation_blocks(library: str) -> list[tuple[str, nn.Module, int]]:
