@@ -293,33 +293,52 @@ class ReversedConvNorm(ConvNorm):
 def biased_stem_model() -> nn.Sequential:
     """timm's StarNet stem and downsampler in miniature: nn.Sequential(ConvNorm, ReLU6) (the activation
     after a nested nn.Sequential that ends in a BatchNorm), a ConvNorm alone, an nn.Conv2d with a bias
-    and an nn.BatchNorm2d as children, and a ReversedConvNorm (its own forward) at the end."""
+    and an nn.BatchNorm2d as children with a Hardswish, a BatchNorm with a SiLU, and a ReversedConvNorm
+    (its own forward) at the end."""
     return nn.Sequential(nn.Sequential(ConvNorm(3, 8, 2), nn.ReLU6()), ConvNorm(8, 12, 2),
-                         nn.Conv2d(12, 12, 1), nn.BatchNorm2d(12), nn.Hardswish(), ReversedConvNorm(12, 12, 1))
+                         nn.Conv2d(12, 12, 1), nn.BatchNorm2d(12), nn.Hardswish(),
+                         nn.Conv2d(12, 12, 1, bias=False), nn.BatchNorm2d(12), nn.SiLU(), ReversedConvNorm(12, 12, 1))
 
 
 def test_fuse_batchnorm_activation_folds_convolution_biases(checks) -> None:
-    """A biased nn.Conv2d right before a BatchNorm2d runs without its bias (folded into the shift), and
-    an activation after a nested nn.Sequential that ends in a BatchNorm joins that BatchNorm."""
+    """A biased nn.Conv2d right before a BatchNorm2d runs without its bias (folded into the shift), an
+    activation after a nested nn.Sequential that ends in a BatchNorm joins that BatchNorm, and a SiLU
+    joins the BatchNorm before it."""
     model = biased_stem_model().eval()
     fused = ha.fuse_batchnorm_activation(model)
-    stem, down, conv, norm, reversed_block = model[0][0], model[1], model[2], model[3], model[4]
-    found = {"stem BatchNorm's activation": getattr(stem.bn, "activation", None),
+    names = list(model._modules)  # the activations folded are gone: 0, 1, 2, 3, 5, 6, 8
+    stem, down, conv, norm = model[0][0], model[1], model._modules["2"], model._modules["3"]
+    silu_norm, reversed_block = model._modules["6"], model._modules["8"]
+    found = {"children left": names,
+             "stem BatchNorm's activation": getattr(stem.bn, "activation", None),
              "stem's ReLU6 removed": len(model[0]) == 1,
              "stem convolution's bias": stem.conv.bias is None,
              "downsampler BatchNorm's activation": getattr(down.bn, "activation", None),
              "downsampler convolution's bias": down.conv.bias is None,
              "bare convolution's bias": conv.bias is None,
              "bare BatchNorm's activation": getattr(norm, "activation", None),
+             "SiLU BatchNorm's activation": getattr(silu_norm, "activation", None),
              "the other forward's bias kept": reversed_block.conv.bias is not None,
              "the other forward's BatchNorm folded alone": getattr(reversed_block.bn, "activation", None)}
-    expected = {"stem BatchNorm's activation": "relu6", "stem's ReLU6 removed": True, "stem convolution's bias": True,
+    expected = {"children left": ["0", "1", "2", "3", "5", "6", "8"],
+                "stem BatchNorm's activation": "relu6", "stem's ReLU6 removed": True, "stem convolution's bias": True,
                 "downsampler BatchNorm's activation": "identity", "downsampler convolution's bias": True,
                 "bare convolution's bias": True, "bare BatchNorm's activation": "hardswish",
+                "SiLU BatchNorm's activation": "silu",
                 "the other forward's bias kept": True, "the other forward's BatchNorm folded alone": "identity"}
     wrong = [f"{k}: {found[k]!r}, expected {v!r}" for k, v in expected.items() if found[k] != v]
-    checks.record("; ".join(wrong) + ("" if fused == 4 else f"; fused {fused}, expected 4"),
-                  "biased convolutions before BatchNorms folded, the nested stem's activation joined")
+    checks.record("; ".join(wrong) + ("" if fused == 5 else f"; fused {fused}, expected 5"),
+                  "biased convolutions before BatchNorms folded, the nested stem's activation and a SiLU joined")
+
+
+def test_fuse_batchnorm_activation_folds_timm_silu(checks) -> None:
+    """timm's BatchNormAct2d with a SiLU (ReXNet's stem and head) becomes one BatchNormActivation."""
+    BatchNormAct2d = pytest.importorskip("timm.layers").BatchNormAct2d
+    model = nn.Sequential(nn.Conv2d(3, 8, 1), BatchNormAct2d(8, act_layer=nn.SiLU)).eval()
+    fused = ha.fuse_batchnorm_activation(model)
+    activation = getattr(model[1], "activation", None)
+    checks.record("" if fused == 1 and activation == "silu" else f"fused {fused}, activation {activation!r}",
+                  "timm BatchNormAct2d with SiLU folded")
 
 
 @pytest.mark.cuda

@@ -13,7 +13,7 @@ __all__ = ["fuse_batchnorm_activation"]
 
 def fuse_batchnorm_activation(model: nn.Module) -> int:
     """Rewrites an eval-mode model in place: every BatchNorm becomes one BatchNormActivation, with
-    the activation hardact fuses (hardswish, hardsigmoid, relu6, hardtanh, relu) that follows it as
+    the activation hardact fuses (hardswish, hardsigmoid, relu6, hardtanh, relu, silu) that follows it as
       - the next module of an nn.Sequential (torchvision's Conv2dNormActivation is one), also where
         the BatchNorm ends an nn.Sequential nested before it (timm's StarNet stem: nn.Sequential(
         ConvBN(conv, bn), ReLU6)): the BatchNorm is replaced, the activation removed;
@@ -40,7 +40,7 @@ def fuse_batchnorm_activation(model: nn.Module) -> int:
             if not _foldable(child):
                 continue
             # After the pairs above, a plain BatchNorm left here has no fusable activation after it.
-            spec = _fused_activation(child.act) if _is_timm_batchnorm_act(child) else ("identity", -1.0, 1.0)
+            spec = _norm_activation(child.act) if _is_timm_batchnorm_act(child) else ("identity", -1.0, 1.0)
             if spec is not None:
                 setattr(parent, name, BatchNormActivation.from_batchnorm(child, *spec).to(child.running_mean.device))
                 fused += 1
@@ -48,6 +48,12 @@ def fuse_batchnorm_activation(model: nn.Module) -> int:
 
 
 _BATCHNORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+
+
+def _norm_activation(act: nn.Module) -> tuple[str, float, float] | None:
+    """What a folded BatchNorm applies for the activation after it: _fused_activation's, and nn.SiLU
+    (ReXNet's stem and head, EfficientNet's layers: ATen runs the BatchNorm and the SiLU as two passes)."""
+    return ("silu", -1.0, 1.0) if type(act) is nn.SiLU else _fused_activation(act)
 
 
 def _runs_in_order(module: nn.Module) -> bool:
@@ -85,7 +91,7 @@ def _fold_sequential(parent: nn.Sequential) -> int:
         container, norm_name = where
         bn = container._modules[norm_name]
         act = parent._modules[names[index + 1]] if index + 1 < len(names) else None
-        spec = None if act is None else _fused_activation(act)
+        spec = None if act is None else _norm_activation(act)
         if spec is not None and spec[0] == "identity":
             spec = None
         inner = list(container._modules)
@@ -95,9 +101,11 @@ def _fold_sequential(parent: nn.Sequential) -> int:
         if spec is None and not biased:
             continue
         if biased:
-            folded = _folded(bn, conv.bias, act if spec is not None else None, conv.out_channels, conv.weight)
+            folded = _folded(bn, conv.bias, None, conv.out_channels, conv.weight)
             if folded is None:
                 continue
+            if spec is not None:
+                folded = BatchNormActivation(folded.scale, folded.shift, *spec)
             container._modules[conv_name] = _without_bias(conv)
         else:
             folded = BatchNormActivation.from_batchnorm(bn, *spec).to(bn.running_mean.device)
