@@ -284,7 +284,8 @@ class ConvNorm(nn.Sequential):
 
 
 class ReversedConvNorm(ConvNorm):
-    """The same children run in another order: nothing here may be folded."""
+    """The same children run in another order: the convolution keeps its bias (the BatchNorm, first
+    here, is folded alone)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.conv(self.bn(x))
