@@ -4,6 +4,7 @@
 /// Layers, from the outside in; each includes only the layers below it:
 ///   transform.cuh                  launchers (cudaError_t, stream last)
 ///   depthwise.cuh                  depthwise_conv: a depthwise convolution with a policy epilogue
+///   pooling.cuh                    max_pool: a channels-last max pooling, PyTorch's bits
 ///   operand.cuh                    broadcast operands (bias, per-channel scale/shift, gates) and the
 ///                                  output with sums (OutputWithSums): the types/ headers
 ///   reduce.cuh                     channel_sum: per-channel sums (bias gradients), on CUB
@@ -12,6 +13,7 @@
 ///   dispatch/dispatch_summed       the path of an OutputWithSums: layout of the sums, partial sums
 ///   dispatch/dispatch_transform    the path of an output pointer: checks, vector width, alignment, grid
 ///   dispatch/dispatch_depthwise    depthwise_conv's checks, grid and launches
+///   dispatch/dispatch_max_pool     max_pool's checks, vector width and launch
 ///   dispatch/prepare_operands      which operand is which, pointer checks, broadcasts prepared
 ///   dispatch/launch_shape          which kernel, and the staged shape (Little's law per device)
 ///   dispatch/device_properties     per-device properties, cached
@@ -23,6 +25,7 @@
 ///   kernel/staged_transform_kernel bulk copies into shared memory (sm_90 and later)
 ///   kernel/summed_transform_kernel the transform that also sums its outputs per channel
 ///   kernel/depthwise_kernel        the depthwise convolution and the sums of its mean
+///   kernel/max_pool_kernel         the max pooling
 ///   kernel/device_broadcast        broadcast operands as the kernels read them
 ///   kernel/dependent_launch        the device side of a dependent launch
 ///   policy/*                       activation functors
@@ -32,6 +35,7 @@
 ///   types/output_with_sums         the public OutputWithSums, with_channel_sums and
 ///                                  with_sample_channel_sums, likewise
 ///   types/depthwise_shape          the public DepthwiseConvShape, likewise
+///   types/max_pool_shape           the public MaxPoolShape, likewise
 #pragma once
 
 #include <hardact/version.cuh>
@@ -40,5 +44,6 @@
 #include <hardact/policies.cuh>
 #include <hardact/transform.cuh>
 #include <hardact/depthwise.cuh>
+#include <hardact/pooling.cuh>
 #include <hardact/reduce.cuh>
 #include <hardact/checked.cuh>
