@@ -25,10 +25,11 @@ from .functional import (bias_activation, bias_activation_product, hardsigmoid, 
                          hardswish, hardswish_, hardtanh, hardtanh_, relu6, relu6_, residual_activation,
                          scale_shift_activation, scale_shift_activation_mean, scale_shift_residual_activation)
 from .modules import (BatchNormActivation, HardSigmoid, HardSigmoidEffectiveSqueezeExcitation,
-                      HardSigmoidSqueezeExcitation, HardSwish, HardTanh, ReLU6)
+                      HardSigmoidSqueezeExcitation, HardSwish, HardTanh, MaxPool2d, ReLU6)
 from .rewrite import (FusedGhostBottleneck, FusedInvertedResidual, FusedLinearBottleneck, FusedOsaBlock,
                       FusedStarBlock, PointwiseConv2d, fuse_batchnorm_activation, fuse_blocks, fuse_squeeze_excitation,
-                      optimize_for_inference, replace_activations, replace_pointwise_convolutions)
+                      optimize_for_inference, replace_activations, replace_max_pooling,
+                      replace_pointwise_convolutions)
 
 __all__ = [
     "SUPPORTED_DTYPES", "UNARY_OPS", "DTENSOR_SHARDING_REGISTERED", "sharded_ops",
@@ -39,7 +40,7 @@ __all__ = [
     "BatchNormActivation", "fuse_batchnorm_activation", "HardSigmoidSqueezeExcitation", "fuse_squeeze_excitation",
     "HardSigmoidEffectiveSqueezeExcitation",
     "FusedInvertedResidual", "FusedGhostBottleneck", "FusedLinearBottleneck", "FusedStarBlock", "FusedOsaBlock",
-    "fuse_blocks", "PointwiseConv2d", "replace_pointwise_convolutions",
+    "fuse_blocks", "PointwiseConv2d", "replace_pointwise_convolutions", "MaxPool2d", "replace_max_pooling",
     "optimize_for_inference",
     "CudaGraphInference", "cuda_graph_inference", "CudaGraphCache", "cuda_graph_cache",
 ]

@@ -1,7 +1,7 @@
 """hardact's modules, like torch.nn's: HardSigmoid, HardTanh, HardSwish and ReLU6 (drop-ins for
 nn.Hardsigmoid, nn.Hardtanh, nn.Hardswish and nn.ReLU6), and the fused modules the rewrites make:
 BatchNormActivation (a folded inference BatchNorm and its activation), HardSigmoidSqueezeExcitation
-and HardSigmoidEffectiveSqueezeExcitation.
+and HardSigmoidEffectiveSqueezeExcitation; and MaxPool2d, nn.MaxPool2d with hardact's channels-last pooling.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ._registrations import FUSED_ACTIVATIONS
 from .functional import hardsigmoid, hardsigmoid_gate, hardswish, hardtanh, relu6, scale_shift_activation
 
 __all__ = ["HardSigmoid", "HardTanh", "HardSwish", "ReLU6", "BatchNormActivation", "HardSigmoidSqueezeExcitation",
-           "HardSigmoidEffectiveSqueezeExcitation"]
+           "HardSigmoidEffectiveSqueezeExcitation", "MaxPool2d"]
 
 
 class HardSigmoid(nn.Module):
@@ -157,3 +157,42 @@ class HardSigmoidEffectiveSqueezeExcitation(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return hardsigmoid_gate(x, self.gate(x.mean((2, 3))))
+
+
+def _pair(value) -> tuple[int, ...]:
+    """An int, or a sequence of one or two, as F.max_pool2d reads it: (h, w); () stays ()."""
+    if isinstance(value, int):
+        return (value, value)
+    value = tuple(value)
+    return value * 2 if len(value) == 1 else value
+
+
+class MaxPool2d(nn.MaxPool2d):
+    """nn.MaxPool2d (the same arguments and state) whose forward pools with hardact's channels-last
+    kernel where it applies, with F.max_pool2d's bits: ATen's channels-last pooling writes an int64
+    index per output element even when none is asked for (TUNING.md#max-pooling). It applies to a
+    plain 4-d channels-last CUDA tensor of float32, float64, float16 or bfloat16, with dilation 1 and
+    no indices asked for, no gradient wanted, not under torch.compile (Inductor pools in its own
+    kernels); everything else, refusals and empty batches included, runs nn.MaxPool2d.forward."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        kernel, stride, padding = _pair(self.kernel_size), _pair(self.stride), _pair(self.padding)
+        stride = stride or kernel  # F.max_pool2d's empty stride: the kernel's
+        usable = (_pair(self.dilation) == (1, 1) and not self.return_indices and len(kernel + stride + padding) == 6
+                  and all(type(v) is int for v in kernel + stride + padding) and min(kernel + stride) >= 1
+                  and all(0 <= p <= k // 2 for p, k in zip(padding, kernel)))
+        # (kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, ceil_mode): _C._max_pool2d's arguments.
+        self._settings = (*kernel, *stride, *padding, bool(self.ceil_mode)) if usable else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        settings = self._settings
+        if (settings is None or _is_compiling() or type(x) is not torch.Tensor or not x.is_cuda or x.dim() != 4
+                or x.dtype not in _POOLED_DTYPES or (x.requires_grad and torch.is_grad_enabled())
+                or not x.is_contiguous(memory_format=torch.channels_last) or x.shape[0] == 0 or x.shape[1] == 0
+                or x.shape[2] + 2 * settings[4] < settings[0] or x.shape[3] + 2 * settings[5] < settings[1]):
+            return super().forward(x)
+        return _C._max_pool2d(x, *settings)
+
+
+_POOLED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)

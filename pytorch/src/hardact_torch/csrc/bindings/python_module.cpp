@@ -10,6 +10,7 @@
 // the result. __torch_function__ overrides are the Python caller's to handle, as in F.*.
 
 #include "ops/depthwise_conv.h"
+#include "ops/max_pool.h"
 #include "ops/dispatch_helpers.h"
 #include "ops/fused_block_forward.h"
 #include "ops/gated_activation.h"
@@ -362,6 +363,26 @@ PyObject* depthwise_conv_scale_shift_activation(PyObject* /*module*/, PyObject* 
     return pair;
   }
   return wrap_result(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+/// _max_pool2d(x, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, ceil_mode) -> y: the rewrite's
+/// channels-last max pooling (max_pool.h); not an operator: inference only, never traced.
+PyObject* max_pool2d(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  constexpr const char* name = "_max_pool2d";
+  expect_arguments(name, nargs, 8);
+  const Tensor& x = tensor_argument(name, args[0], "torch.nn.functional.max_pool2d");
+  const int64_t kernel_h = int_argument(args[1]), kernel_w = int_argument(args[2]);
+  const int64_t stride_h = int_argument(args[3]), stride_w = int_argument(args[4]);
+  const int64_t pad_h = int_argument(args[5]), pad_w = int_argument(args[6]);
+  const bool ceil_mode = bool_argument(args[7]);
+  Tensor out;
+  {
+    const GilRelease no_gil;
+    out = hardact_torch::max_pool2d_channels_last(x, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, ceil_mode);
+  }
+  return THPVariable_Wrap(std::move(out));
   END_HANDLE_TH_ERRORS
 }
 
@@ -725,6 +746,9 @@ PyMethodDef methods[] = {
              "activation, min_val, max_val, with_mean, concatenate_input) -> (y, mean or None): "
              "act(depthwise_conv(x) * scale + shift) for channels-last x, after a copy of x where concatenate_input, "
              "and y's mean per (n, c); inference only"),
+    fastcall("_max_pool2d", max_pool2d,
+             "_max_pool2d(x, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, ceil_mode) -> Tensor: "
+             "F.max_pool2d's bits (dilation 1) for channels-last x, without indices; inference only"),
     fastcall("_gated_activation", gated_activation,
              "_gated_activation(x, gate, activation, min_val, max_val) -> Tensor: act(x * gate[n, c]) for NCHW or "
              "channels-last x; inference only"),
