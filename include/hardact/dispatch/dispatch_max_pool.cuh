@@ -77,7 +77,7 @@ cudaError_t launch_max_pool_kernel(const MaxPoolShape& shape, const T* x, T* y, 
   constexpr int kMostGridY = 65535;
   const dim3 grid(static_cast<unsigned>((g.out_sample_vectors + kMaxPoolBlockThreads - 1) / kMaxPoolBlockThreads),
                   static_cast<unsigned>(std::min(g.samples, kMostGridY)),
-                  static_cast<unsigned>((g.samples + kMostGridY - 1) / kMostGridY));
+                  static_cast<unsigned>((static_cast<std::int64_t>(g.samples) + kMostGridY - 1) / kMostGridY));
   if (shape.kernel_h == 3 && shape.kernel_w == 3) {
     max_pool_kernel<T, Width, 3><<<grid, kMaxPoolBlockThreads, 0, stream>>>(x, y, g);
   } else {
