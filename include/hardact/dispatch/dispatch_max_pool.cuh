@@ -63,7 +63,7 @@ cudaError_t launch_max_pool_kernel(const MaxPoolShape& shape, const T* x, T* y, 
   g.samples = static_cast<int>(shape.samples);  // at most INT_MAX (dispatch_max_pool)
   g.height = static_cast<int>(shape.height);
   g.width = static_cast<int>(shape.width);
-  g.channel_vectors = static_cast<int>(shape.channels / Width);
+  g.channel_vectors = static_cast<int>(shape.channels / static_cast<std::size_t>(Width));
   g.out_height = static_cast<int>(shape.out_height());
   g.out_width = static_cast<int>(shape.out_width());
   g.kernel_h = shape.kernel_h;
@@ -111,7 +111,8 @@ cudaError_t dispatch_max_pool(const MaxPoolShape& shape, const T* x, T* y, cudaS
   }
 #endif
   constexpr int kWidth = kMaxPoolVectorWidth<T>;
-  if (shape.channels % kWidth == 0 && in_begin % kMaxAccessBytes == 0 && out_begin % kMaxAccessBytes == 0) {
+  if (shape.channels % static_cast<std::size_t>(kWidth) == 0 && in_begin % kMaxAccessBytes == 0 &&
+      out_begin % kMaxAccessBytes == 0) {
     return launch_max_pool_kernel<T, kWidth>(shape, x, y, stream);
   }
   return launch_max_pool_kernel<T, 1>(shape, x, y, stream);

@@ -16,6 +16,7 @@
 
 #include <cuda/std/limits>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace hardact {
@@ -37,7 +38,8 @@ struct MaxPoolGeometry {
 
 /// Folds one window value into the kept one, per element (see max_pool_kernel).
 template <class T, int Width>
-__device__ __forceinline__ void keep_larger(AlignedVector<T, Width>& best, compute_t<T> (&best_value)[Width],
+__device__ __forceinline__ void keep_larger(AlignedVector<T, Width>& best,
+                                            compute_t<T> (&best_value)[static_cast<std::size_t>(Width)],
                                             const AlignedVector<T, Width>& v) {
 #pragma unroll
   for (int j = 0; j < Width; ++j) {
@@ -72,14 +74,14 @@ __global__ void __launch_bounds__(kMaxPoolBlockThreads)
   if (n >= g.samples) return;
   const Vector* xs = reinterpret_cast<const Vector*>(x) + n * g.sample_vectors + vector;
   Vector best;
-  compute_t<T> best_value[Width];
+  compute_t<T> best_value[static_cast<std::size_t>(Width)];
 #pragma unroll
   for (int j = 0; j < Width; ++j) {
     best.elements[j] = from_compute<T>(-cuda::std::numeric_limits<compute_t<T>>::infinity());
     best_value[j] = -cuda::std::numeric_limits<compute_t<T>>::infinity();
   }
   if constexpr (Kernel > 0) {
-    Vector window[Kernel][Kernel];
+    Vector window[static_cast<std::size_t>(Kernel)][static_cast<std::size_t>(Kernel)];
 #pragma unroll
     for (int kh = 0; kh < Kernel; ++kh) {
       const int ih = min(max(ih0 + kh, 0), g.height - 1);
@@ -97,20 +99,20 @@ __global__ void __launch_bounds__(kMaxPoolBlockThreads)
         if (ih >= 0 && ih < g.height && iw >= 0 && iw < g.width) keep_larger(best, best_value, window[kh][kw]);
       }
     }
-  } else {  // a row's columns kRuntimeColumns at a time, loaded as above
-    constexpr int kRuntimeColumns = 4;
+  } else {  // a row's columns kColumnsAtATime at a time, loaded as above
+    constexpr int kColumnsAtATime = 4;
     for (int kh = 0; kh < g.kernel_h; ++kh) {
       const int ih = ih0 + kh;
       if (ih < 0 || ih >= g.height) continue;
       const Vector* row = xs + ih * g.width * g.channel_vectors;
-      for (int kw0 = 0; kw0 < g.kernel_w; kw0 += kRuntimeColumns) {
-        Vector columns[kRuntimeColumns];
+      for (int kw0 = 0; kw0 < g.kernel_w; kw0 += kColumnsAtATime) {
+        Vector columns[static_cast<std::size_t>(kColumnsAtATime)];
 #pragma unroll
-        for (int t = 0; t < kRuntimeColumns; ++t) {
+        for (int t = 0; t < kColumnsAtATime; ++t) {
           columns[t] = row[min(max(iw0 + kw0 + t, 0), g.width - 1) * g.channel_vectors];
         }
 #pragma unroll
-        for (int t = 0; t < kRuntimeColumns; ++t) {
+        for (int t = 0; t < kColumnsAtATime; ++t) {
           const int iw = iw0 + kw0 + t;
           if (kw0 + t < g.kernel_w && iw >= 0 && iw < g.width) keep_larger(best, best_value, columns[t]);
         }
