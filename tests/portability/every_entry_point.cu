@@ -1,7 +1,7 @@
 // One consumer translation unit that instantiates every public entry point of hardact: the
 // transform overloads (one input, mixed types, two to four inputs with broadcast operands), the
-// hardsigmoid/hardtanh shorthands, every policy, chain and fused epilogue, channel_sum, and the
-// conversions, on the host and inside a user kernel.
+// hardsigmoid/hardtanh shorthands, every policy, chain and fused epilogue, channel_sum, concatenate,
+// and the conversions, on the host and inside a user kernel.
 // scripts/check-strict-build compiles it (-c only, never run) with a consumer's strict flags
 // (-Wall -Wextra -Wshadow -Wconversion -Wsign-conversion, warnings as errors) for every
 // architecture, C++ standard and CCCL version it checks. A new public name belongs here.
@@ -177,6 +177,25 @@ cudaError_t every_fused_entry_point(const ConsumerBuffers& b, std::size_t n, cud
   return status;
 }
 
+// The concatenation of arrays of any trivially copyable type: 16-bit floats, floats on the legacy
+// stream, a user's 3-byte pixels (rows of n / 96, n / 3 and n / 8 elements).
+struct ConsumerPixel {
+  unsigned char rgb[3];
+};
+
+cudaError_t every_concatenation(const ConsumerBuffers& b, std::size_t n, cudaStream_t stream) {
+  const hardact::ConcatenationInput<__nv_bfloat16> bf16_inputs[] = {{b.bf16_b, 64}, {nullptr, 0}, {b.bf16_b, 32}};
+  const hardact::ConcatenationInput<float> f32_inputs[] = {{b.f32_b, 1}, {b.f32_b + 1, 2}};
+  const auto* pixels = reinterpret_cast<const ConsumerPixel*>(b.f64_b);
+  const hardact::ConcatenationInput<ConsumerPixel> pixel_inputs[] = {{pixels, 5}, {pixels, 3}};
+  cudaError_t status = cudaSuccess;
+  status = first_error(status, hardact::concatenate(bf16_inputs, 3, n / 96, b.bf16, stream));
+  status = first_error(status, hardact::concatenate(f32_inputs, 2, n / 3, b.f32));
+  status = first_error(status, hardact::concatenate(pixel_inputs, 2, n / 8, reinterpret_cast<ConsumerPixel*>(b.f64),
+                                                    stream));
+  return status;
+}
+
 // Launches every entry point once on `stream`; returns the first error. Defined with external
 // linkage so that nothing above can be discarded as unused.
 cudaError_t hardact_every_entry_point(const ConsumerBuffers& b, std::size_t n, cudaStream_t stream) {
@@ -211,6 +230,8 @@ cudaError_t hardact_every_entry_point(const ConsumerBuffers& b, std::size_t n, c
   status = first_error(status, every_backward_policy(b.bf16, b.f32, b.f32, n, stream));
   // Broadcast operands and fused epilogues.
   status = first_error(status, every_fused_entry_point(b, n, stream));
+  // Rows of several arrays side by side.
+  status = first_error(status, every_concatenation(b, n, stream));
   // A user kernel that calls the policies itself.
   user_kernel<<<1, 128, 0, stream>>>(b.bf16, b.f32, n);
   return first_error(status, cudaGetLastError());

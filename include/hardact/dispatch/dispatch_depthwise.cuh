@@ -8,6 +8,7 @@
 #include <hardact/types/depthwise_shape.cuh>
 #include <hardact/dispatch/dependent_launch.cuh>
 #include <hardact/dispatch/device_properties.cuh>
+#include <hardact/dispatch/memory_range.cuh>
 #include <hardact/kernel/depthwise_kernel.cuh>
 #include <hardact/kernel/tuning.cuh>
 #include <hardact/policy/validity.cuh>
@@ -110,25 +111,6 @@ inline std::size_t depthwise_temp_storage_bytes(const DepthwiseConvShape& shape)
   return shape.samples * static_cast<std::size_t>(most_blocks) * shape.channels * sizeof(float);
 }
 
-/// Bytes from `begin` on, for the pointer and overlap checks.
-struct DepthwiseRange {
-  const void* begin;
-  std::size_t bytes;
-};
-
-/// Non-null, aligned to `alignment` bytes, and not wrapping around the address space.
-inline bool depthwise_range_usable(const DepthwiseRange& r, std::size_t alignment) {
-  const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(r.begin);
-  return r.begin != nullptr && address % alignment == 0 && address <= UINTPTR_MAX - r.bytes;
-}
-
-/// Two ranges share a byte (an empty range shares none).
-inline bool depthwise_ranges_overlap(const DepthwiseRange& a, const DepthwiseRange& b) {
-  const std::uintptr_t a_begin = reinterpret_cast<std::uintptr_t>(a.begin);
-  const std::uintptr_t b_begin = reinterpret_cast<std::uintptr_t>(b.begin);
-  return a.bytes > 0 && b.bytes > 0 && a_begin < b_begin + b.bytes && b_begin < a_begin + a.bytes;
-}
-
 template <class T>
 inline constexpr bool kDepthwiseElementType = cuda::std::is_same_v<T, float> || cuda::std::is_same_v<T, __half> ||
                                               cuda::std::is_same_v<T, __nv_bfloat16>;
@@ -163,31 +145,31 @@ cudaError_t dispatch_depthwise(const Policy& act, const DepthwiseConvShape& shap
   const std::size_t channels = shape.channels, filter = static_cast<std::size_t>(shape.kernel_size);
   const std::size_t sample_bytes = shape.height * shape.width * channels * sizeof(T);
   const std::size_t needed = with_mean ? depthwise_temp_storage_bytes(shape) : 0;
-  const DepthwiseRange in_x{x, shape.samples * sample_bytes};
-  const DepthwiseRange in_taps{taps, filter * filter * channels * sizeof(float)};
-  const DepthwiseRange in_scale{scale, channels * sizeof(float)}, in_shift{shift, channels * sizeof(float)};
-  const DepthwiseRange out_y{y,
+  const MemoryRange in_x{x, shape.samples * sample_bytes};
+  const MemoryRange in_taps{taps, filter * filter * channels * sizeof(float)};
+  const MemoryRange in_scale{scale, channels * sizeof(float)}, in_shift{shift, channels * sizeof(float)};
+  const MemoryRange out_y{y,
                             shape.samples * shape.out_height() * shape.out_width() * shape.out_channels() * sizeof(T)};
-  const DepthwiseRange out_mean{with_mean ? mean : nullptr, with_mean ? shape.samples * channels * sizeof(T) : 0};
-  const DepthwiseRange out_temp{temp_storage, needed};
+  const MemoryRange out_mean{with_mean ? mean : nullptr, with_mean ? shape.samples * channels * sizeof(T) : 0};
+  const MemoryRange out_temp{temp_storage, needed};
   // Vectors of 4 elements of x, y and the mean, 16-byte vectors of the float parameters and of the
   // blocks' sums. x holds no element where H or W is 0: it is never read, and may be null.
   constexpr std::size_t kVectorBytes = static_cast<std::size_t>(kDepthwiseChannelsPerThread) * sizeof(T);
-  if ((in_x.bytes > 0 && !depthwise_range_usable(in_x, kVectorBytes)) || !depthwise_range_usable(out_y, kVectorBytes) ||
-      !depthwise_range_usable(in_taps, 16) || !depthwise_range_usable(in_scale, 16) ||
-      !depthwise_range_usable(in_shift, 16) || (with_mean && !depthwise_range_usable(out_mean, kVectorBytes)) ||
-      (needed > 0 && (temp_storage_bytes < needed || !depthwise_range_usable(out_temp, 16)))) {
+  if ((in_x.bytes > 0 && !range_usable(in_x, kVectorBytes)) || !range_usable(out_y, kVectorBytes) ||
+      !range_usable(in_taps, 16) || !range_usable(in_scale, 16) ||
+      !range_usable(in_shift, 16) || (with_mean && !range_usable(out_mean, kVectorBytes)) ||
+      (needed > 0 && (temp_storage_bytes < needed || !range_usable(out_temp, 16)))) {
     return cudaErrorInvalidValue;
   }
   // The outputs share no byte with an input or with each other (every array is __restrict__).
-  const DepthwiseRange inputs[] = {in_x, in_taps, in_scale, in_shift};
-  const DepthwiseRange outputs[] = {out_y, out_mean, out_temp};
+  const MemoryRange inputs[] = {in_x, in_taps, in_scale, in_shift};
+  const MemoryRange outputs[] = {out_y, out_mean, out_temp};
   for (std::size_t i = 0; i < 3; ++i) {
-    for (const DepthwiseRange& input : inputs) {
-      if (depthwise_ranges_overlap(outputs[i], input)) return cudaErrorInvalidValue;
+    for (const MemoryRange& input : inputs) {
+      if (ranges_overlap(outputs[i], input)) return cudaErrorInvalidValue;
     }
     for (std::size_t j = i + 1; j < 3; ++j) {
-      if (depthwise_ranges_overlap(outputs[i], outputs[j])) return cudaErrorInvalidValue;
+      if (ranges_overlap(outputs[i], outputs[j])) return cudaErrorInvalidValue;
     }
   }
 #ifdef HARDACT_CHECK_POINTER_DEVICES  // opt-in: refuse pointers the current device cannot reach

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <hardact/types/max_pool_shape.cuh>
+#include <hardact/dispatch/memory_range.cuh>
 #include <hardact/kernel/max_pool_kernel.cuh>
 #include <hardact/kernel/vector_access.cuh>
 
@@ -99,20 +100,18 @@ cudaError_t dispatch_max_pool(const MaxPoolShape& shape, const T* x, T* y, cudaS
   if (in_bytes / sizeof(T) / shape.samples != shape.height * shape.width * shape.channels) {
     return cudaErrorNotSupported;  // the whole input's bytes would wrap around
   }
-  const std::uintptr_t in_begin = reinterpret_cast<std::uintptr_t>(x), out_begin = reinterpret_cast<std::uintptr_t>(y);
-  if (x == nullptr || y == nullptr || in_begin % alignof(T) != 0 || out_begin % alignof(T) != 0 ||
-      in_begin > UINTPTR_MAX - in_bytes || out_begin > UINTPTR_MAX - out_bytes) {
+  const MemoryRange in_x{x, in_bytes}, out_y{y, out_bytes};
+  if (!range_usable(in_x, alignof(T)) || !range_usable(out_y, alignof(T)) || ranges_overlap(in_x, out_y)) {
     return cudaErrorInvalidValue;
   }
-  if (in_begin < out_begin + out_bytes && out_begin < in_begin + in_bytes) return cudaErrorInvalidValue;  // overlap
 #ifdef HARDACT_CHECK_POINTER_DEVICES  // opt-in: refuse pointers the current device cannot reach
   if (const cudaError_t access = check_pointer_devices(x, static_cast<const T*>(y)); access != cudaSuccess) {
     return access;
   }
 #endif
   constexpr int kWidth = kMaxPoolVectorWidth<T>;
-  if (shape.channels % static_cast<std::size_t>(kWidth) == 0 && in_begin % kMaxAccessBytes == 0 &&
-      out_begin % kMaxAccessBytes == 0) {
+  if (shape.channels % static_cast<std::size_t>(kWidth) == 0 && range_usable(in_x, kMaxAccessBytes) &&
+      range_usable(out_y, kMaxAccessBytes)) {
     return launch_max_pool_kernel<T, kWidth>(shape, x, y, stream);
   }
   return launch_max_pool_kernel<T, 1>(shape, x, y, stream);
