@@ -66,12 +66,13 @@ SOURCES = [f"{CSRC}/{source}" for source in (
     "launch/fused_launch_half_float_parameters.cu", "launch/fused_launch_bfloat16_float_parameters.cu",
     "testing/test_hooks.cu",
     "ops/autograd.cpp", "ops/fused_autograd.cpp", "ops/linear_activation.cpp",
-    "ops/pointwise_convolution.cpp", "ops/depthwise_conv.cu", "ops/max_pool.cu",
+    "ops/pointwise_convolution.cpp", "ops/depthwise_conv.cu", "ops/max_pool.cu", "ops/concatenate.cu",
     "ops/fused_block_forward.cpp", "bindings/python_module.cpp")]
 if CHECK_BUILD:
     # The .cu files as one translation unit, which includes each, and the .cpp files as another:
     # ATen's and hardact's headers parsed once, not once a file (TUNING.md#build-time). Registrations
-    # keep their order (depthwise_conv.cu and max_pool.cu, the .cu files after a .cpp, register none).
+    # keep their order (depthwise_conv.cu, max_pool.cu and concatenate.cu, the .cu files after a .cpp,
+    # register none).
     def one_unit(name: str, suffix: str) -> str:
         unit = HERE / "build" / "check-build" / name
         unit.parent.mkdir(parents=True, exist_ok=True)

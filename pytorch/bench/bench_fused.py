@@ -126,6 +126,21 @@ def quartiles(values: list[float]) -> tuple[float, float]:
     return q[0], q[2]
 
 
+def microseconds_a_call(calls: dict, iters: int, reps: int) -> dict[str, tuple[float, float, float]]:
+    """Each call made `iters` times a rep, the calls interleaved (time_interleaved), without gradients:
+    {name: (median, first quartile, third quartile)} in microseconds a call."""
+    repeated = {name: lambda f=f: [f() for _ in range(iters)] for name, f in calls.items()}
+    with torch.no_grad():
+        times = time_interleaved(repeated, reps)
+    spread = {name: [ms * 1000.0 / iters for ms in values] for name, values in times.items()}
+    return {name: (statistics.median(values), *quartiles(values)) for name, values in spread.items()}
+
+
+def time_cell(stats: tuple[float, float, float]) -> str:
+    """'median (q1-q3)' of microseconds_a_call."""
+    return f"{stats[0]:.2f} ({stats[1]:.2f}-{stats[2]:.2f})"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--forms", default=",".join(FORMS))

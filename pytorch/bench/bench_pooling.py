@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import statistics
 import sys
 import time
 
@@ -34,7 +33,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "common"
 from checklib import describe_gpu, import_package, mismatch_report  # noqa: E402
 
 ha = import_package()
-from bench_fused import time_interleaved  # noqa: E402  (each rep queued behind a GPU spin)
+from bench_fused import microseconds_a_call, time_cell  # noqa: E402  (each rep queued behind a GPU spin)
 from bench_models import build_eval  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -101,17 +100,11 @@ def main() -> int:
         source = torch.empty((y.numel() + mine.numel() + 1) // 2, device="cuda", dtype=dtype)
         calls = {"aten": lambda m=module, t=y: m(t), "hardact": lambda m=ours, t=y: m(t),
                  "copy": lambda src=source: torch.empty_like(src).copy_(src)}
-        repeated = {key: lambda f=f: [f() for _ in range(args.iters)] for key, f in calls.items()}
-        with torch.no_grad():
-            times = {key: [ms * 1000.0 / args.iters for ms in values]
-                     for key, values in time_interleaved(repeated, args.reps).items()}
-        med = {key: statistics.median(value) for key, value in times.items()}
-        q = {key: statistics.quantiles(value, n=4) for key, value in times.items()}
-        print(f"| {label} | {tuple(y.shape)}, {module.kernel_size}/{module.stride}/"
-              f"{module.padding}, {module.ceil_mode} | {med['aten']:.2f} ({q['aten'][0]:.2f}-"
-              f"{q['aten'][2]:.2f}) | {med['hardact']:.2f} ({q['hardact'][0]:.2f}-{q['hardact'][2]:.2f})"
-              f" | {med['copy']:.2f} | {med['aten'] / med['hardact']:.3f} | "
-              f"{med['copy'] / med['hardact']:.3f} |{'  CHECK FAILED: ' + report if report else ''}")
+        t = microseconds_a_call(calls, args.iters, args.reps)
+        aten, hardact, copy = t["aten"][0], t["hardact"][0], t["copy"][0]
+        print(f"| {label} | {tuple(y.shape)}, {module.kernel_size}/{module.stride}/{module.padding}, "
+              f"{module.ceil_mode} | {time_cell(t['aten'])} | {time_cell(t['hardact'])} | {copy:.2f} | "
+              f"{aten / hardact:.3f} | {copy / hardact:.3f} |{'  CHECK FAILED: ' + report if report else ''}")
     print(f"bench_pooling: {'PASSED' if failures == 0 else 'FAILED'} ({failures} failures)")
     return 0 if failures == 0 else 1
 

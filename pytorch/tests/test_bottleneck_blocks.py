@@ -14,12 +14,14 @@ a BatchNorm without statistics, a custom convolution) is left alone while the ot
 CPU in float64, with the fused ops' compile switches patched so that every op takes its
 torch.nn.functional form, the rewritten network gives the original's outputs (allclose), without
 a gradient (the fused paths: matrix products, the gate and activation in one pass, the residual
-added in place) and with one (the differentiable forms), batch 1 and 2, NCHW and channels-last.
+added in place) and with one (the differentiable forms), batch 1 and 2, NCHW and channels-last;
+VoVNet's blocks concatenate their mid layers as timm's SequentialAppendList does, bit for bit.
 With a GPU: the rewritten network against a float64 run of the original, float32 and bfloat16,
 channels-last, batch 1 and 3, an odd input size (225x231), BatchNorm statistics away from their
 defaults: its largest error at most 4x the original's own (plus one unit of the dtype's epsilon of
 the largest output); the same with gradients wanted (the differentiable forms), and the input's
-gradient against the original's; a CUDA graph of each rewritten network replays its eager results.
+gradient against the original's; a CUDA graph of each rewritten network replays its eager results;
+VoVNet's concatenations by hardact's copy give torch.cat's bits.
 The GPU tests print each error next to the original's. The star product operator
 (bias_activation_product, FusedStarBlock's one pass): its fake kernel, refusals and backward on
 meta tensors and its torch form on the CPU; with a GPU, bit for bit against its expression in every
@@ -39,6 +41,7 @@ from torch import nn
 
 import hardact_torch as ha
 import hardact_torch.functional as functional
+import hardact_torch.rewrite.bottleneck_blocks as bottleneck_blocks
 import hardact_torch.rewrite.fused_block as fused_block
 from checklib import NAMES, Custom, mismatch_report, raises, randomise_batchnorms
 from test_fused import ACTIVATIONS, channel_view, compute_dtype, layout_report, layouts, reference_activation
@@ -347,6 +350,41 @@ def test_starnet_norm_folded_on_cpu(checks) -> None:
                       else f"relative difference {error:.3g}", f"starnet_s1 folded first BatchNorm, {step}")
 
 
+def test_osa_block_concatenates_as_timm_on_cpu(checks) -> None:
+    """A FusedOsaBlock runs its mid layers itself, as timm's SequentialAppendList runs them, and
+    concatenates with concatenate_channels: every block's concatenation is its conv_mid(reduction(x),
+    [x]) bit for bit, with its strides (float32, CPU, both layouts)."""
+    model = build("timm", "ese_vovnet19b_dw")
+    ha.fuse_blocks(model)
+    blocks = [m for m in model.modules() if type(m) is ha.FusedOsaBlock]
+    inputs, concatenations = [], []
+    for block in blocks:
+        block.register_forward_pre_hook(lambda _module, args: inputs.append(args[0]))
+    concatenate = bottleneck_blocks.concatenate_channels
+
+    def recorded(tensors):
+        concatenations.append(concatenate(tensors))
+        return concatenations[-1]
+
+    x = torch.randn(2, 3, 65, 71, generator=torch.Generator().manual_seed(SEED))
+    for memory_format in (torch.contiguous_format, torch.channels_last):
+        inputs.clear()
+        concatenations.clear()
+        model = model.to(memory_format=memory_format)
+        with torch.no_grad(), functional_forms(), \
+                mock.patch.object(bottleneck_blocks, "concatenate_channels", recorded):
+            model(x.contiguous(memory_format=memory_format))
+        checks.record("" if len(inputs) == len(concatenations) == len(blocks) == 4 else
+                      f"{len(inputs)} inputs, {len(concatenations)} concatenations", f"{memory_format}: every block")
+        with torch.no_grad():
+            for i, (block, x0, got) in enumerate(zip(blocks, inputs, concatenations)):
+                reduced = x0 if block.conv_reduction is None else block.conv_reduction(x0)
+                expected = block.conv_mid(reduced, [x0])
+                report = mismatch_report(got, expected) or ("" if got.stride() == expected.stride() else
+                                                           f"strides {got.stride()}, timm's {expected.stride()}")
+                checks.record(report, f"{memory_format} block {i}: timm's concatenation")
+
+
 # ---- GPU -----------------------------------------------------------------------------------------
 
 def gpu_comparison(checks, library: str, name: str, batch: int, grad: bool) -> None:
@@ -405,6 +443,31 @@ def test_cuda_graph_replays_rewrite(checks, library, name) -> None:
         eager = model(x)
         forward = ha.cuda_graph_inference(model, x)
         checks.record(mismatch_report(forward(x), eager, x), f"{name} rewritten: a CUDA graph replays eager")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=NAMES.get)
+def test_osa_block_concatenation_is_torch_cat_on_gpu(checks, dtype) -> None:
+    """The rewritten VoVNet (channels-last, no gradient) concatenates every block's mid layers with
+    hardact's copy, and its output is the same bits as with torch.cat in their place."""
+    model = build("timm", "ese_vovnet19b_dw").cuda()
+    ha.optimize_for_inference(model)
+    model = model.to(dtype=dtype, memory_format=torch.channels_last)
+    x = torch.randn(2, 3, 225, 231, device="cuda", generator=torch.Generator("cuda").manual_seed(SEED))
+    x = x.to(dtype).contiguous(memory_format=torch.channels_last)
+    binding, calls = functional._C._concatenate_channels, []
+
+    def counted(tensors):
+        calls.append(len(tensors))
+        return binding(tensors)
+
+    with torch.no_grad():
+        with mock.patch.object(functional._C, "_concatenate_channels", counted):
+            got = model(x)
+        with mock.patch.object(bottleneck_blocks, "concatenate_channels", lambda tensors: torch.cat(tensors, 1)):
+            expected = model(x)
+    checks.record("" if len(calls) == 4 else f"{len(calls)} calls", f"{NAMES[dtype]}: hardact's copy in every block")
+    checks.record(mismatch_report(got, expected, x), f"{NAMES[dtype]}: torch.cat's bits")
 
 
 def test_linear_bottleneck_depthwise_parameters(checks) -> None:

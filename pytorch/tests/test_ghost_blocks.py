@@ -15,7 +15,8 @@ depthwise stage's parameters (RepGhost's identity branch in the centre tap, v3's
 computing the stage; torch.compile on the CPU tracing a rewritten network. With a GPU: the
 rewritten networks against a float64 run of the original, float32 and bfloat16, both layouts,
 batch 1 and 3, 225x231 and 224x224, without gradients (the one-kernel stage taken in channels-last) and with
-them (outputs and gradients against the original's).
+them (outputs and gradients against the original's); where the one kernel declines, the halves
+concatenated by hardact's copy, torch.cat's bits.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import hardact_torch as ha
 import hardact_torch.functional as functional
 import hardact_torch.rewrite.fused_block as fused_block
 import hardact_torch.rewrite.ghost_blocks as ghost_blocks
-from checklib import Custom, edited_block_left_alone, record_blocks_fused, randomise_batchnorms
+from checklib import Custom, edited_block_left_alone, mismatch_report, record_blocks_fused, randomise_batchnorms
 
 timm = pytest.importorskip("timm")
 
@@ -394,3 +395,31 @@ def test_gradients(checks, generator, name) -> None:
                  and error(a, r) > 4 * error(b, r)]
     checks.record("" if not differing else f"gradients {differing[:10]} differ, past 4 x the original's float64 error",
                   f"{name}: input and convolution gradients allclose to the original's")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16))
+def test_halves_concatenated_by_hardact(checks, generator, dtype) -> None:
+    """Where the cheap stage's kernel does not write both halves (here: the one kernel declined), a
+    ghost module's channels-last halves are concatenated by hardact's copy (concatenate_channels):
+    the rewritten ghostnet_050's output, no gradient wanted, is the same bits as with torch.cat."""
+    model = build("ghostnet_050").cuda()
+    ha.optimize_for_inference(model)
+    model = model.to(dtype=dtype, memory_format=torch.channels_last)
+    x = torch.randn(2, 3, 225, 231, device="cuda", generator=generator).to(dtype)
+    x = x.contiguous(memory_format=torch.channels_last)
+    modules = sum(2 for m in model.modules() if isinstance(m, ghost_blocks.FusedGhostBottleneck) and m.concatenate)
+    binding, calls = functional._C._concatenate_channels, []
+
+    def counted(tensors):
+        calls.append(len(tensors))
+        return binding(tensors)
+
+    with torch.no_grad(), mock.patch.object(ghost_blocks._ConvolutionStage, "one_kernel", lambda *args, **kw: None):
+        with mock.patch.object(functional._C, "_concatenate_channels", counted):
+            got = model(x)
+        with mock.patch.object(ghost_blocks, "concatenate_channels", lambda tensors: torch.cat(tensors, 1)):
+            expected = model(x)
+    checks.record("" if len(calls) == modules > 0 else f"{len(calls)} of {modules}",
+                  f"{dtype}: every ghost module's halves by hardact's copy")
+    checks.record(mismatch_report(got, expected, x), f"{dtype}: torch.cat's bits")

@@ -8,9 +8,9 @@ Importing this package registers the operators torch.ops.hardact.{hardsigmoid, h
 relu6} with their in-place (`hardsigmoid_`) and out= (`hardsigmoid.out`) forms, which return nothing,
 and backward (`hardsigmoid_backward`) forms; their autograd (C++), fake kernels (torch.compile,
 torch.export) and DTensor sharding rules (_registrations). This module only re-exports, by topic:
-functional (like torch.nn.functional, with the fused epilogues), modules (like torch.nn), rewrite
-(replace_activations and the fusing rewrites of a model), cuda_graph (cuda_graph_inference for one
-input shape, cuda_graph_cache for every shape a server sees).
+functional (like torch.nn.functional, with the fused epilogues and concatenate_channels), modules
+(like torch.nn), rewrite (replace_activations and the fusing rewrites of a model), cuda_graph
+(cuda_graph_inference for one input shape, cuda_graph_cache for every shape a server sees).
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from . import _C  # noqa: F401  (loading the extension registers torch.ops.harda
 from .cuda_graph import CudaGraphCache, CudaGraphInference, cuda_graph_cache, cuda_graph_inference
 from ._registrations import (DTENSOR_SHARDING_REGISTERED, FUSED_ACTIVATIONS, SUPPORTED_DTYPES, UNARY_OPS,
                              sharded_ops)
-from .functional import (bias_activation, bias_activation_product, hardsigmoid, hardsigmoid_, hardsigmoid_gate,
-                         hardswish, hardswish_, hardtanh, hardtanh_, relu6, relu6_, residual_activation,
-                         scale_shift_activation, scale_shift_activation_mean, scale_shift_residual_activation)
+from .functional import (bias_activation, bias_activation_product, concatenate_channels, hardsigmoid, hardsigmoid_,
+                         hardsigmoid_gate, hardswish, hardswish_, hardtanh, hardtanh_, relu6, relu6_,
+                         residual_activation, scale_shift_activation, scale_shift_activation_mean,
+                         scale_shift_residual_activation)
 from .modules import (BatchNormActivation, HardSigmoid, HardSigmoidEffectiveSqueezeExcitation,
                       HardSigmoidSqueezeExcitation, HardSwish, HardTanh, MaxPool2d, ReLU6)
 from .rewrite import (FusedGhostBottleneck, FusedInvertedResidual, FusedLinearBottleneck, FusedOsaBlock,
@@ -41,7 +42,7 @@ __all__ = [
     "HardSigmoidEffectiveSqueezeExcitation",
     "FusedInvertedResidual", "FusedGhostBottleneck", "FusedLinearBottleneck", "FusedStarBlock", "FusedOsaBlock",
     "fuse_blocks", "PointwiseConv2d", "replace_pointwise_convolutions", "MaxPool2d", "replace_max_pooling",
-    "optimize_for_inference",
+    "concatenate_channels", "optimize_for_inference",
     "CudaGraphInference", "cuda_graph_inference", "CudaGraphCache", "cuda_graph_cache",
 ]
 

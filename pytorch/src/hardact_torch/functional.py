@@ -1,6 +1,7 @@
 """hardact's functions, like torch.nn.functional's: hardsigmoid, hardtanh, hardswish and relu6 (and their
-in-place forms), and the fused epilogues (an activation with a folded BatchNorm's scale and shift, a
-bias, a residual, a squeeze-excitation gate or a gated product, in one pass).
+in-place forms), the fused epilogues (an activation with a folded BatchNorm's scale and shift, a
+bias, a residual, a squeeze-excitation gate or a gated product, in one pass), and
+concatenate_channels (torch.cat along the channels of channels-last tensors).
 
 Results on CUDA are bit-identical to PyTorch's for float32, float16 and bfloat16, forward and
 backward, and for float64 except HardSigmoid/HardSwish, which hardact computes exactly in double
@@ -25,6 +26,7 @@ __all__ = [
     "hardsigmoid", "hardsigmoid_", "hardtanh", "hardtanh_", "hardswish", "hardswish_", "relu6", "relu6_",
     "scale_shift_activation", "bias_activation", "residual_activation", "hardsigmoid_gate",
     "scale_shift_residual_activation", "scale_shift_activation_mean", "bias_activation_product",
+    "concatenate_channels",
 ]
 
 # Eager calls go straight to the extension's bindings (python_module.cpp), which cost what F.*'s
@@ -205,3 +207,39 @@ def hardsigmoid_gate(x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:
         g = (g + 3.0).clamp(0.0, 6.0) / torch.full_like(g, 6.0) if dtype == torch.float64 else F.hardsigmoid(g)
         return (x.to(dtype) * g).to(x.dtype)
     return _C.hardsigmoid_gate(x, gate)
+
+
+# ---- concatenation -------------------------------------------------------------------------------
+
+
+def concatenate_channels(tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """torch.cat(tensors, 1), the same bits and strides. For two or more plain 4-d CUDA tensors of one
+    dtype (float32, float64, float16, bfloat16) and device, of one N, H and W with N * H * W > 0,
+    each with the strides torch.empty(..., memory_format=torch.channels_last) gives it, where no
+    gradient is wanted, it is one hardact copy (_C._concatenate_channels): ATen's channels-last
+    concatenation takes up to three times a copy of the same bytes (TUNING.md#concatenation).
+    Everything else is torch.cat (under torch.compile, torch.jit.trace or a __torch_function__ mode
+    too). The strides are compared exactly, where is_contiguous would do for the copy, so that the
+    output's are torch.cat's: it writes a channels-first output for an empty input and for strides
+    that pass for both layouts (a channels-first (N, 1, H, W) or (N, C, 1, 1), any (N, 1, 1, 1))."""
+    if (len(tensors) < 2 or _is_compiling() or torch._C._get_tracing_state()
+            or torch._C._is_torch_function_mode_enabled()):
+        return torch.cat(tensors, 1)
+    first = tensors[0]
+    if type(first) is not torch.Tensor or not first.is_cuda or first.dim() != 4 \
+            or first.dtype not in _CONCATENATED_DTYPES:
+        return torch.cat(tensors, 1)
+    n, _, h, w = first.shape
+    dtype, device, grad = first.dtype, first.get_device(), torch.is_grad_enabled()
+    for t in tensors:
+        if type(t) is not torch.Tensor or t.dtype != dtype or not t.is_cuda or t.get_device() != device \
+                or (grad and t.requires_grad) or t.dim() != 4:
+            return torch.cat(tensors, 1)
+        size_n, c, size_h, size_w = t.shape
+        if size_n != n or size_h != h or size_w != w or c * h * w <= 1 or n == 0 \
+                or t.stride() != (c * h * w, 1, c * w, c):
+            return torch.cat(tensors, 1)
+    return _C._concatenate_channels(tensors)
+
+
+_CONCATENATED_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)

@@ -10,8 +10,8 @@ from torch import nn
 from torch.compiler import is_compiling as _is_compiling
 
 from .. import _C
-from ..functional import (bias_activation_product, hardsigmoid, hardsigmoid_gate, hardswish, hardtanh, relu6,
-                          residual_activation, scale_shift_activation, scale_shift_activation_mean,
+from ..functional import (bias_activation_product, concatenate_channels, hardsigmoid, hardsigmoid_gate, hardswish,
+                          hardtanh, relu6, residual_activation, scale_shift_activation, scale_shift_activation_mean,
                           scale_shift_residual_activation)
 from ..modules import BatchNormActivation, HardSigmoidEffectiveSqueezeExcitation
 from .fused_block import FusedInvertedResidual, _one_call_convolution
@@ -318,22 +318,26 @@ class FusedStarBlock(nn.Module):
 class FusedOsaBlock(nn.Module):
     """An inference VoVNet block (timm's OsaBlock) whose effective squeeze-excitation (eSE) is gated
     by a hard sigmoid, with the squeeze's mean made by the pass that writes the block's output, where
-    eager reads that output again in a reduction of its own (ATen's mean over H and W):
+    eager reads that output again in a reduction of its own (ATen's mean over H and W), and the mid
+    layers' outputs concatenated by one hardact copy:
 
-        x0 = x; x = reduction(x); x = mid(x, [x0])    the block's own modules (their BatchNorms folded by
-                                                      fuse_batchnorm_activation), concatenated as timm does
+        x0 = x; x = reduction(x)                      the block's own modules (their BatchNorms folded by
+        x1 = mid[0](x), x2 = mid[1](x1), ...          fuse_batchnorm_activation), run as timm's
+        x = cat(x0, x1, ..., xk)                      SequentialAppendList runs them; the concatenation
+                                                      concatenate_channels (torch.cat's bits)
         y, m = norm(conv(x)), mean of y per (n, c)    the aggregation's convolution without its bias, its
                                                       BatchNorm, bias and activation folded, the mean in
                                                       the same pass (scale_shift_activation_mean)
         y = hardsigmoid_gate(y, fc(m))                the eSE's gate (HardSigmoidEffectiveSqueezeExcitation's)
         out = y + x0                                  where the block is residual: one residual_activation pass
 
-    The convolutions, the mid layers and the eSE's convolution are the block's modules (shared); the
-    folded shift (shift + bias * scale, in float64 once, frozen like BatchNormActivation's) is a
-    buffer. Differentiable, with the BatchNorms frozen: the fused ops have their backward, and under
-    torch.compile their torch forms. Against the original block the results differ by rounding only:
-    the BatchNorm is folded as BatchNormActivation's is, and the mean sums the pass's output in float
-    in another order than ATen's. Made by fuse_blocks, for inference."""
+    The convolutions, the mid layers (conv_mid, whose own forward is not called) and the eSE's
+    convolution are the block's modules (shared); the folded shift (shift + bias * scale, in float64
+    once, frozen like BatchNormActivation's) is a buffer. Differentiable, with the BatchNorms frozen:
+    the fused ops have their backward, and under torch.compile their torch forms (torch.cat too).
+    Against the original block the results differ by rounding only: the BatchNorm is folded as
+    BatchNormActivation's is, and the mean sums the pass's output in float in another order than
+    ATen's. Made by fuse_blocks, for inference."""
 
     def __init__(self, reduction: nn.Module | None, mid: nn.Module, aggregation: tuple[nn.Conv2d, BatchNormActivation],
                  attention: HardSigmoidEffectiveSqueezeExcitation, residual: bool):
@@ -349,7 +353,11 @@ class FusedOsaBlock(nn.Module):
         output = [x]
         if self.conv_reduction is not None:
             x = self.conv_reduction(x)
-        x = self.conv_mid(x, output)
+        # SequentialAppendList's forward, each layer on the last output, with its torch.cat as one hardact copy.
+        for layer in self.conv_mid:
+            x = layer(x)
+            output.append(x)
+        x = concatenate_channels(output)
         conv, norm = self.conv_concat, self.norm_concat
         y, mean = scale_shift_activation_mean(conv._conv_forward(x, conv.weight, None), norm.scale, self.shift,
                                               norm.activation, norm.min_val, norm.max_val)

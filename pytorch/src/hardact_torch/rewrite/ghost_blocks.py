@@ -9,7 +9,7 @@ from torch import nn
 from torch.compiler import is_compiling as _is_compiling
 
 from .. import _C
-from ..functional import (hardsigmoid_gate, residual_activation, scale_shift_activation_mean,
+from ..functional import (concatenate_channels, hardsigmoid_gate, residual_activation, scale_shift_activation_mean,
                           scale_shift_residual_activation)
 from ..modules import BatchNormActivation
 from .fused_block import FusedInvertedResidual, _one_kernel_applies
@@ -208,7 +208,8 @@ class FusedGhostBottleneck(nn.Module):
     The squeeze's mean m comes from the pass that writes its input: the depthwise stage's kernel, or,
     where the squeeze follows the first ghost module, its two halves' passes (the means concatenated,
     (N, C)); after v2's attention, from y. The concatenation is written by the cheap stage's kernel,
-    beside its own half, where that kernel applies; else it is the copy the original makes. The
+    beside its own half, where that kernel applies; else it is the copy the original makes, by
+    concatenate_channels (torch.cat's bits, one hardact copy for channels-last CUDA halves). The
     convolutions are the block's own modules (shared); the BatchNorms are folded (BatchNormActivation,
     frozen); GhostNet v3's branches are summed into one convolution per stage (_ReparameterisedStage).
     Against the original the results differ by rounding only (as FusedInvertedResidual's; RepGhost's
@@ -244,7 +245,7 @@ class FusedGhostBottleneck(nn.Module):
         x2, m2 = cheap(x1, with_mean)
         if not self.concatenate:
             return x2, m2
-        return torch.cat([x1, x2], 1), (torch.cat([m1, m2], 1) if with_mean else None)
+        return concatenate_channels([x1, x2]), (torch.cat([m1, m2], 1) if with_mean else None)
 
     def attend(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """GhostModuleV2's gate: y * interpolate(sigmoid(attention(avg_pool2d(x, 2, 2))), y's size,

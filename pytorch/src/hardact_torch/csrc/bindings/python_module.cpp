@@ -9,6 +9,7 @@
 // subclasses such as DTensor, and dispatch modes such as FakeTensorMode all still apply) and wrap
 // the result. __torch_function__ overrides are the Python caller's to handle, as in F.*.
 
+#include "ops/concatenate.h"
 #include "ops/depthwise_conv.h"
 #include "ops/max_pool.h"
 #include "ops/dispatch_helpers.h"
@@ -34,6 +35,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -381,6 +383,32 @@ PyObject* max_pool2d(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nar
   {
     const GilRelease no_gil;
     out = hardact_torch::max_pool2d_channels_last(x, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, ceil_mode);
+  }
+  return THPVariable_Wrap(std::move(out));
+  END_HANDLE_TH_ERRORS
+}
+
+/// _concatenate_channels(tensors) -> y: torch.cat(tensors, 1) of channels-last CUDA tensors, the
+/// fused blocks' concatenation (concatenate.h); not an operator: inference only, never traced.
+PyObject* concatenate_channels(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  HANDLE_TH_ERRORS
+  constexpr const char* name = "_concatenate_channels";
+  expect_arguments(name, nargs, 1);
+  PyObject* sequence = args[0];
+  if (!PyList_Check(sequence) && !PyTuple_Check(sequence)) {
+    PyErr_Format(PyExc_TypeError, "hardact.%s: expected a list or tuple of tensors, got %s", name,
+                 Py_TYPE(sequence)->tp_name);
+    throw python_error();
+  }
+  const Py_ssize_t count = PySequence_Fast_GET_SIZE(sequence);
+  PyObject** items = PySequence_Fast_ITEMS(sequence);
+  std::vector<Tensor> inputs;
+  inputs.reserve(static_cast<std::size_t>(count));
+  for (Py_ssize_t i = 0; i < count; ++i) inputs.push_back(tensor_argument(name, items[i], "torch.cat(tensors, 1)"));
+  Tensor out;
+  {
+    const GilRelease no_gil;
+    out = hardact_torch::concatenate_channels(inputs);
   }
   return THPVariable_Wrap(std::move(out));
   END_HANDLE_TH_ERRORS
@@ -749,6 +777,9 @@ PyMethodDef methods[] = {
     fastcall("_max_pool2d", max_pool2d,
              "_max_pool2d(x, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, ceil_mode) -> Tensor: "
              "F.max_pool2d's bits (dilation 1) for channels-last x, without indices; inference only"),
+    fastcall("_concatenate_channels", concatenate_channels,
+             "_concatenate_channels(tensors) -> Tensor: torch.cat(tensors, 1)'s bytes for 4-D channels-last CUDA "
+             "tensors of one dtype, device, N, H and W, as a channels-last tensor; inference only"),
     fastcall("_gated_activation", gated_activation,
              "_gated_activation(x, gate, activation, min_val, max_val) -> Tensor: act(x * gate[n, c]) for NCHW or "
              "channels-last x; inference only"),
